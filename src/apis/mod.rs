@@ -1,0 +1,3 @@
+//! Versioned API types owned by the kubelet (kubelet.config.k8s.io).
+
+pub mod config;

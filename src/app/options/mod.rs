@@ -1,0 +1,1 @@
+//! Command-line flags: KubeletFlags and the configuration fields that are also flags.

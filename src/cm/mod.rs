@@ -1,0 +1,1 @@
+//! ContainerManager: cgroups, node allocatable, QoS and pod cgroups (issue 4).

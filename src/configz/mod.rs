@@ -1,0 +1,1 @@
+//! /configz: the merged configuration as served to operators (issue 2).

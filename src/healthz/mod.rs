@@ -1,0 +1,1 @@
+//! healthz: the local health endpoint and its pluggable checks (issue 2).

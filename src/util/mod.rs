@@ -1,0 +1,4 @@
+//! Small building blocks shared by every stage.
+
+pub mod clock;
+pub mod lifecycle;
