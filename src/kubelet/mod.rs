@@ -1,3 +1,4 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
 
 pub mod container;
+pub mod prober;
