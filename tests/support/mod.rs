@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod containerd;
+pub mod cri_requests;
 
 use std::path::{Path, PathBuf};
 
