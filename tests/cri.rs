@@ -57,7 +57,10 @@ async fn running_container(
 
 /// The pid containerd reports in the verbose container status.
 async fn container_pid(rt: &dyn RuntimeService, id: &str) -> u32 {
-    let status = rt.container_status(id, true).await.expect("ContainerStatus");
+    let status = rt
+        .container_status(id, true)
+        .await
+        .expect("ContainerStatus");
     let info = status.info.get("info").expect("verbose info");
     let v: serde_json::Value = serde_json::from_str(info).expect("info is JSON");
     v["pid"].as_u64().expect("pid in info") as u32
@@ -97,18 +100,34 @@ async fn version_status_and_runtime_config() {
             .unwrap_or_else(|| panic!("{kind} missing in {conditions:?}"));
         assert!(c.status, "{kind} not true: {c:?}");
     }
-    assert!(!status.info.is_empty(), "verbose status carries the runtime config");
+    assert!(
+        !status.info.is_empty(),
+        "verbose status carries the runtime config"
+    );
 
     // containerd 1.6 predates RuntimeConfig: "not supported", flag wins.
-    let err = rt.runtime_config().await.expect_err("containerd 1.6 lacks RuntimeConfig");
+    let err = rt
+        .runtime_config()
+        .await
+        .expect_err("containerd 1.6 lacks RuntimeConfig");
     assert!(err.is_unimplemented(), "{err:?}");
-    assert_eq!(runtime_cgroup_driver(&rt).await.expect("driver query"), None);
+    assert_eq!(
+        runtime_cgroup_driver(&rt).await.expect("driver query"),
+        None
+    );
 
     // Both services at once, image endpoint defaulting to the runtime's.
     let services = connect_runtime_services(&rig.endpoint(), "", rig.timeout())
         .await
         .expect("connect both");
-    assert!(!services.image.image_fs_info().await.expect("ImageFsInfo").is_empty());
+    assert!(
+        !services
+            .image
+            .image_fs_info()
+            .await
+            .expect("ImageFsInfo")
+            .is_empty()
+    );
 
     // A socket nobody serves: a clear error naming the endpoint.
     let absent = format!("unix://{}/nobody.sock", rig.dir().display());
@@ -135,21 +154,46 @@ async fn sandbox_lifecycle_status_and_filters() {
     assert_eq!(s.id, id_a);
     assert_eq!(s.state, api::PodSandboxState::SandboxReady as i32);
     let meta = s.metadata.expect("metadata");
-    assert_eq!((meta.name.as_str(), meta.namespace.as_str()), ("alpha", "refpack"));
+    assert_eq!(
+        (meta.name.as_str(), meta.namespace.as_str()),
+        ("alpha", "refpack")
+    );
     assert_eq!(meta.uid, a.uid);
     assert_eq!(s.labels.get("io.kubernetes.pod.uid"), Some(&a.uid));
-    assert_eq!(s.labels.get("io.kubernetes.pod.name").map(String::as_str), Some("alpha"));
     assert_eq!(
-        s.annotations.get("kubernetes.io/config.source").map(String::as_str),
+        s.labels.get("io.kubernetes.pod.name").map(String::as_str),
+        Some("alpha")
+    );
+    assert_eq!(
+        s.annotations
+            .get("kubernetes.io/config.source")
+            .map(String::as_str),
         Some("api")
     );
     let ip = s.network.expect("network").ip;
-    let prefix = rig.pod_subnet().rsplit_once('.').expect("subnet").0.to_string() + ".";
-    assert!(ip.starts_with(&prefix), "pod IP {ip} outside {}", rig.pod_subnet());
-    let ns = s.linux.and_then(|l| l.namespaces).and_then(|n| n.options).expect("ns options");
+    let prefix = rig
+        .pod_subnet()
+        .rsplit_once('.')
+        .expect("subnet")
+        .0
+        .to_string()
+        + ".";
+    assert!(
+        ip.starts_with(&prefix),
+        "pod IP {ip} outside {}",
+        rig.pod_subnet()
+    );
+    let ns = s
+        .linux
+        .and_then(|l| l.namespaces)
+        .and_then(|n| n.options)
+        .expect("ns options");
     assert_eq!(ns.pid, api::NamespaceMode::Container as i32);
     assert!(st.info.is_empty(), "no verbose info unless asked");
-    let verbose = rt.pod_sandbox_status(&id_a, true).await.expect("verbose status");
+    let verbose = rt
+        .pod_sandbox_status(&id_a, true)
+        .await
+        .expect("verbose status");
     assert!(verbose.info.contains_key("info"));
 
     // Filters: id, state, label selector.
@@ -173,14 +217,19 @@ async fn sandbox_lifecycle_status_and_filters() {
     assert_eq!(all.len(), 2);
 
     rt.stop_pod_sandbox(&id_b).await.expect("stop beta");
-    rt.stop_pod_sandbox(&id_b).await.expect("stop is idempotent");
+    rt.stop_pod_sandbox(&id_b)
+        .await
+        .expect("stop is idempotent");
     let state = |s: api::PodSandboxState| {
         Some(api::PodSandboxFilter {
             state: Some(api::PodSandboxStateValue { state: s as i32 }),
             ..Default::default()
         })
     };
-    let ready = rt.list_pod_sandbox(state(api::PodSandboxState::SandboxReady)).await.expect("ready");
+    let ready = rt
+        .list_pod_sandbox(state(api::PodSandboxState::SandboxReady))
+        .await
+        .expect("ready");
     assert_eq!(sandbox_ids(&ready), vec![id_a.as_str()]);
     let not_ready = rt
         .list_pod_sandbox(state(api::PodSandboxState::SandboxNotready))
@@ -192,7 +241,10 @@ async fn sandbox_lifecycle_status_and_filters() {
     let err = rt.pod_sandbox_status(&id_b, false).await.expect_err("gone");
     assert!(err.is_not_found(), "{err:?}");
     assert!(err.to_string().contains("PodSandboxStatus"), "{err}");
-    let err = rt.pod_sandbox_status("no-such-sandbox", false).await.expect_err("unknown");
+    let err = rt
+        .pod_sandbox_status("no-such-sandbox", false)
+        .await
+        .expect_err("unknown");
     assert!(err.is_not_found(), "{err:?}");
 
     rt.stop_pod_sandbox(&id_a).await.expect("stop alpha");
@@ -209,24 +261,63 @@ async fn container_lifecycle_status_and_filters() {
     let p = pod(&rig, "lifecycle", "refpack");
     let sandbox = rt.run_pod_sandbox(&p.config, "").await.expect("sandbox");
     let cfg = container(&p, "main", &images().busybox_e2e, &["sleep", "3600"]);
-    let id = rt.create_container(&sandbox, &cfg, &p.config).await.expect("create");
+    let id = rt
+        .create_container(&sandbox, &cfg, &p.config)
+        .await
+        .expect("create");
     let side_cfg = container(&p, "side", &images().busybox, &["sleep", "3600"]);
-    let side = rt.create_container(&sandbox, &side_cfg, &p.config).await.expect("create side");
+    let side = rt
+        .create_container(&sandbox, &side_cfg, &p.config)
+        .await
+        .expect("create side");
 
-    let created = rt.container_status(&id, false).await.expect("status").status.expect("status");
+    let created = rt
+        .container_status(&id, false)
+        .await
+        .expect("status")
+        .status
+        .expect("status");
     assert_eq!(created.state, api::ContainerState::ContainerCreated as i32);
-    assert_eq!(created.metadata.as_ref().map(|m| m.name.as_str()), Some("main"));
-    assert_eq!(created.image.as_ref().map(|i| i.image.as_str()), Some(images().busybox_e2e.as_str()));
-    assert!(created.image_ref.starts_with("sha256:"), "{}", created.image_ref);
-    assert_eq!(created.labels.get("io.kubernetes.container.name").map(String::as_str), Some("main"));
     assert_eq!(
-        created.annotations.get("io.kubernetes.container.hash").map(String::as_str),
+        created.metadata.as_ref().map(|m| m.name.as_str()),
+        Some("main")
+    );
+    assert_eq!(
+        created.image.as_ref().map(|i| i.image.as_str()),
+        Some(images().busybox_e2e.as_str())
+    );
+    assert!(
+        created.image_ref.starts_with("sha256:"),
+        "{}",
+        created.image_ref
+    );
+    assert_eq!(
+        created
+            .labels
+            .get("io.kubernetes.container.name")
+            .map(String::as_str),
+        Some("main")
+    );
+    assert_eq!(
+        created
+            .annotations
+            .get("io.kubernetes.container.hash")
+            .map(String::as_str),
         Some("9f9eb022")
     );
-    assert!(created.log_path.ends_with("main/0.log"), "{}", created.log_path);
+    assert!(
+        created.log_path.ends_with("main/0.log"),
+        "{}",
+        created.log_path
+    );
 
     rt.start_container(&id).await.expect("start");
-    let running = rt.container_status(&id, false).await.expect("status").status.expect("status");
+    let running = rt
+        .container_status(&id, false)
+        .await
+        .expect("status")
+        .status
+        .expect("status");
     assert_eq!(running.state, api::ContainerState::ContainerRunning as i32);
     assert!(running.started_at > 0);
 
@@ -236,9 +327,15 @@ async fn container_lifecycle_status_and_filters() {
             ..Default::default()
         })
     };
-    let list = rt.list_containers(state(api::ContainerState::ContainerRunning)).await.expect("running");
+    let list = rt
+        .list_containers(state(api::ContainerState::ContainerRunning))
+        .await
+        .expect("running");
     assert_eq!(container_ids(&list), vec![id.as_str()]);
-    let list = rt.list_containers(state(api::ContainerState::ContainerCreated)).await.expect("created");
+    let list = rt
+        .list_containers(state(api::ContainerState::ContainerCreated))
+        .await
+        .expect("created");
     assert_eq!(container_ids(&list), vec![side.as_str()]);
     let list = rt
         .list_containers(Some(api::ContainerFilter {
@@ -268,7 +365,12 @@ async fn container_lifecycle_status_and_filters() {
 
     // sleep as PID 1 ignores SIGTERM: after the 1 s grace it is killed.
     rt.stop_container(&id, 1).await.expect("stop");
-    let exited = rt.container_status(&id, false).await.expect("status").status.expect("status");
+    let exited = rt
+        .container_status(&id, false)
+        .await
+        .expect("status")
+        .status
+        .expect("status");
     assert_eq!(exited.state, api::ContainerState::ContainerExited as i32);
     assert_eq!(exited.exit_code, 137, "{exited:?}");
     assert!(exited.finished_at >= exited.started_at);
@@ -277,11 +379,16 @@ async fn container_lifecycle_status_and_filters() {
     rt.remove_container(&side).await.expect("remove created");
     let err = rt.container_status(&id, false).await.expect_err("removed");
     assert!(err.is_not_found(), "{err:?}");
-    let err = rt.start_container("no-such-container").await.expect_err("unknown");
+    let err = rt
+        .start_container("no-such-container")
+        .await
+        .expect_err("unknown");
     assert!(err.is_not_found(), "{err:?}");
 
     rt.stop_pod_sandbox(&sandbox).await.expect("stop sandbox");
-    rt.remove_pod_sandbox(&sandbox).await.expect("remove sandbox");
+    rt.remove_pod_sandbox(&sandbox)
+        .await
+        .expect("remove sandbox");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,7 +401,11 @@ async fn exec_sync_output_exit_code_and_timeout() {
     let (_sandbox, id) = running_container(&rt, &p, "main", &["sleep", "3600"]).await;
 
     let out = rt
-        .exec_sync(&id, &strings(&["sh", "-c", "echo out; echo err >&2"]), Duration::from_secs(10))
+        .exec_sync(
+            &id,
+            &strings(&["sh", "-c", "echo out; echo err >&2"]),
+            Duration::from_secs(10),
+        )
         .await
         .expect("exec");
     assert_eq!(out.stdout, b"out\n");
@@ -307,18 +418,30 @@ async fn exec_sync_output_exit_code_and_timeout() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "exec");
 
     let err = rt
-        .exec_sync(&id, &strings(&["sh", "-c", "echo partial; echo broken >&2; exit 3"]), Duration::from_secs(10))
+        .exec_sync(
+            &id,
+            &strings(&["sh", "-c", "echo partial; echo broken >&2; exit 3"]),
+            Duration::from_secs(10),
+        )
         .await
         .expect_err("non-zero exit");
     match &err {
-        CriError::ExitCode { code, stdout, stderr, .. } => {
+        CriError::ExitCode {
+            code,
+            stdout,
+            stderr,
+            ..
+        } => {
             assert_eq!(*code, 3);
             assert_eq!(stdout, b"partial\n");
             assert_eq!(stderr, b"broken\n");
         }
         other => panic!("want ExitCode, got {other:?}"),
     }
-    assert_eq!(err.to_string(), "command 'sh -c echo partial; echo broken >&2; exit 3' exited with 3: broken\n");
+    assert_eq!(
+        err.to_string(),
+        "command 'sh -c echo partial; echo broken >&2; exit 3' exited with 3: broken\n"
+    );
 
     let started = std::time::Instant::now();
     let err = rt
@@ -327,10 +450,18 @@ async fn exec_sync_output_exit_code_and_timeout() {
         .expect_err("times out");
     assert!(matches!(err, CriError::ExecTimeout { .. }), "{err:?}");
     assert!(err.is_deadline_exceeded());
-    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
 
     let err = rt
-        .exec_sync("no-such-container", &strings(&["true"]), Duration::from_secs(5))
+        .exec_sync(
+            "no-such-container",
+            &strings(&["true"]),
+            Duration::from_secs(5),
+        )
         .await
         .expect_err("unknown container");
     assert!(err.is_not_found(), "{err:?}");
@@ -346,16 +477,19 @@ async fn update_container_resources_changes_the_cgroup() {
     let (_sandbox, id) = running_container(&rt, &p, "main", &["sleep", "3600"]).await;
     let pid = container_pid(&rt, &id).await;
 
-    let mem_file = support::cgroup_file_of_pid(pid, "memory", "memory.limit_in_bytes", "memory.max")
-        .expect("memory cgroup of the container");
+    let mem_file =
+        support::cgroup_file_of_pid(pid, "memory", "memory.limit_in_bytes", "memory.max")
+            .expect("memory cgroup of the container");
     let cpu_file = support::cgroup_file_of_pid(pid, "cpu", "cpu.cfs_quota_us", "cpu.max")
         .expect("cpu cgroup of the container");
     assert!(
-        mem_file.starts_with("/sys/fs/cgroup") && mem_file.to_string_lossy().contains(rig.cgroup_root()),
+        mem_file.starts_with("/sys/fs/cgroup")
+            && mem_file.to_string_lossy().contains(rig.cgroup_root()),
         "container cgroup {mem_file:?} not under the rig root {}",
         rig.cgroup_root()
     );
-    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+    let read =
+        |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
     assert_eq!(read(&mem_file).trim(), (64 * MI).to_string());
 
     let resources = api::ContainerResources {
@@ -368,7 +502,9 @@ async fn update_container_resources_changes_the_cgroup() {
         }),
         windows: None,
     };
-    rt.update_container_resources(&id, &resources).await.expect("update");
+    rt.update_container_resources(&id, &resources)
+        .await
+        .expect("update");
     assert_eq!(read(&mem_file).trim(), (128 * MI).to_string());
     let cpu = read(&cpu_file);
     assert!(
@@ -394,31 +530,52 @@ async fn reopen_container_log_after_rotation() {
         &rt,
         &p,
         "talker",
-        &["sh", "-c", "i=0; while true; do i=$((i+1)); echo line $i; sleep 0.1; done"],
+        &[
+            "sh",
+            "-c",
+            "i=0; while true; do i=$((i+1)); echo line $i; sleep 0.1; done",
+        ],
     )
     .await;
     let log = std::path::Path::new(&p.config.log_directory).join("talker/0.log");
     let grew = support::eventually(Duration::from_secs(10), || async {
-        std::fs::read_to_string(&log).ok().filter(|s| s.contains("line 3")).map(|_| ())
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|s| s.contains("line 3"))
+            .map(|_| ())
     })
     .await;
     assert!(grew.is_some(), "log {log:?} never got output");
     // CRI log format: "<RFC3339Nano> stdout F line N".
     let first = std::fs::read_to_string(&log).expect("log");
-    assert!(first.lines().next().is_some_and(|l| l.contains(" stdout F line 1")), "{first}");
+    assert!(
+        first
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains(" stdout F line 1")),
+        "{first}"
+    );
 
     let rotated = log.with_extension("log.1");
     std::fs::rename(&log, &rotated).expect("rotate");
-    rt.reopen_container_log(&id).await.expect("ReopenContainerLog");
+    rt.reopen_container_log(&id)
+        .await
+        .expect("ReopenContainerLog");
     let fresh = support::eventually(Duration::from_secs(10), || async {
-        std::fs::read_to_string(&log).ok().filter(|s| s.contains(" stdout F line ")).map(|_| ())
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|s| s.contains(" stdout F line "))
+            .map(|_| ())
     })
     .await;
     assert!(fresh.is_some(), "no new log file after reopen");
 
     rt.stop_container(&id, 0).await.expect("stop");
     let err = rt.reopen_container_log(&id).await.expect_err("not running");
-    assert!(err.code().is_some(), "a runtime error for a stopped container: {err:?}");
+    assert!(
+        err.code().is_some(),
+        "a runtime error for a stopped container: {err:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,12 +587,19 @@ async fn container_and_sandbox_stats() {
     let p = pod(&rig, "stats", "refpack");
     let (sandbox, id) = running_container(&rt, &p, "main", &["sleep", "3600"]).await;
 
-    let stats = rt.container_stats(&id).await.expect("ContainerStats").expect("stats present");
+    let stats = rt
+        .container_stats(&id)
+        .await
+        .expect("ContainerStats")
+        .expect("stats present");
     let attrs = stats.attributes.expect("attributes");
     assert_eq!(attrs.id, id);
     assert_eq!(attrs.metadata.map(|m| m.name).as_deref(), Some("main"));
     let mem = stats.memory.expect("memory stats");
-    assert!(mem.working_set_bytes.map(|v| v.value).unwrap_or(0) > 0, "{mem:?}");
+    assert!(
+        mem.working_set_bytes.map(|v| v.value).unwrap_or(0) > 0,
+        "{mem:?}"
+    );
     assert!(stats.cpu.is_some());
     assert!(stats.writable_layer.is_some());
 
@@ -447,7 +611,10 @@ async fn container_and_sandbox_stats() {
         .await
         .expect("ListContainerStats");
     assert_eq!(list.len(), 1);
-    assert_eq!(list[0].attributes.as_ref().map(|a| a.id.as_str()), Some(id.as_str()));
+    assert_eq!(
+        list[0].attributes.as_ref().map(|a| a.id.as_str()),
+        Some(id.as_str())
+    );
     let none = rt
         .list_container_stats(Some(api::ContainerStatsFilter {
             id: "no-such-container".into(),
@@ -457,7 +624,10 @@ async fn container_and_sandbox_stats() {
         .expect("filter that matches nothing");
     assert!(none.is_empty());
 
-    let err = rt.container_stats("no-such-container").await.expect_err("unknown");
+    let err = rt
+        .container_stats("no-such-container")
+        .await
+        .expect_err("unknown");
     assert!(err.is_not_found(), "{err:?}");
 
     // containerd 1.6 serves sandbox stats on Linux.
@@ -469,9 +639,15 @@ async fn container_and_sandbox_stats() {
     assert_eq!(s.attributes.map(|a| a.id), Some(sandbox.clone()));
     let linux = s.linux.expect("linux sandbox stats");
     assert!(linux.memory.is_some() && linux.cpu.is_some());
-    let all = rt.list_pod_sandbox_stats(None).await.expect("ListPodSandboxStats");
+    let all = rt
+        .list_pod_sandbox_stats(None)
+        .await
+        .expect("ListPodSandboxStats");
     assert_eq!(all.len(), 1);
-    let err = rt.pod_sandbox_stats("no-such-sandbox").await.expect_err("unknown");
+    let err = rt
+        .pod_sandbox_stats("no-such-sandbox")
+        .await
+        .expect_err("unknown");
     assert!(err.is_not_found(), "{err:?}");
 }
 
@@ -487,7 +663,10 @@ async fn images_list_status_remove_fsinfo_and_failed_pull() {
     };
 
     let all = img.list_images(None).await.expect("ListImages");
-    let tags: Vec<&str> = all.iter().flat_map(|i| i.repo_tags.iter().map(String::as_str)).collect();
+    let tags: Vec<&str> = all
+        .iter()
+        .flat_map(|i| i.repo_tags.iter().map(String::as_str))
+        .collect();
     for want in [
         &images().pause,
         &images().busybox,
@@ -504,32 +683,76 @@ async fn images_list_status_remove_fsinfo_and_failed_pull() {
         .await
         .expect("ListImages filtered");
     // containerd 1.6 ignores the filter; the request must still be accepted.
-    assert!(filtered.iter().any(|i| i.repo_tags.contains(&images().httpd_e2e)), "{filtered:?}");
+    assert!(
+        filtered
+            .iter()
+            .any(|i| i.repo_tags.contains(&images().httpd_e2e)),
+        "{filtered:?}"
+    );
 
-    let bb = img.image_status(&spec(&images().busybox), false).await.expect("status");
+    let bb = img
+        .image_status(&spec(&images().busybox), false)
+        .await
+        .expect("status");
     let bb = bb.image.expect("busybox present");
     assert!(bb.id.starts_with("sha256:"));
     assert!(bb.size > 1_000_000, "busybox is about 2 MB: {}", bb.size);
-    assert!(bb.repo_tags.contains(&images().busybox_e2e), "one image, two names: {:?}", bb.repo_tags);
-    let verbose = img.image_status(&spec(&images().pause), true).await.expect("verbose");
+    assert!(
+        bb.repo_tags.contains(&images().busybox_e2e),
+        "one image, two names: {:?}",
+        bb.repo_tags
+    );
+    let verbose = img
+        .image_status(&spec(&images().pause), true)
+        .await
+        .expect("verbose");
     assert!(verbose.image.is_some());
     assert!(verbose.info.contains_key("info"));
 
-    let absent = img.image_status(&spec(&images().absent), false).await.expect("absent status");
-    assert!(absent.image.is_none(), "absent images have no status, not an error");
+    let absent = img
+        .image_status(&spec(&images().absent), false)
+        .await
+        .expect("absent status");
+    assert!(
+        absent.image.is_none(),
+        "absent images have no status, not an error"
+    );
 
-    img.remove_image(&spec(&images().throwaway)).await.expect("RemoveImage");
-    let gone = img.image_status(&spec(&images().throwaway), false).await.expect("status");
+    img.remove_image(&spec(&images().throwaway))
+        .await
+        .expect("RemoveImage");
+    let gone = img
+        .image_status(&spec(&images().throwaway), false)
+        .await
+        .expect("status");
     assert!(gone.image.is_none());
-    img.remove_image(&spec(&images().throwaway)).await.expect("removing twice is fine");
-    assert!(img.image_status(&spec(&images().busybox), false).await.expect("status").image.is_some());
+    img.remove_image(&spec(&images().throwaway))
+        .await
+        .expect("removing twice is fine");
+    assert!(
+        img.image_status(&spec(&images().busybox), false)
+            .await
+            .expect("status")
+            .image
+            .is_some()
+    );
 
     let fs = img.image_fs_info().await.expect("ImageFsInfo");
     assert!(!fs.is_empty());
-    let mount = fs[0].fs_id.as_ref().map(|f| f.mountpoint.clone()).unwrap_or_default();
-    assert!(mount.starts_with(&rig.dir().display().to_string()), "image fs {mount} outside the rig");
+    let mount = fs[0]
+        .fs_id
+        .as_ref()
+        .map(|f| f.mountpoint.clone())
+        .unwrap_or_default();
+    assert!(
+        mount.starts_with(&rig.dir().display().to_string()),
+        "image fs {mount} outside the rig"
+    );
     // Usage itself is sampled by containerd every few seconds (0 at first).
-    assert!(fs[0].used_bytes.is_some() && fs[0].inodes_used.is_some(), "{fs:?}");
+    assert!(
+        fs[0].used_bytes.is_some() && fs[0].inodes_used.is_some(),
+        "{fs:?}"
+    );
 
     // No registry is reachable: a typed pull error, reason ErrImagePull.
     let instrumented = InstrumentedImageService::new(Arc::new(img.clone()));
@@ -542,8 +765,16 @@ async fn images_list_status_remove_fsinfo_and_failed_pull() {
     assert!(matches!(err, CriError::ImagePull { .. }), "{err:?}");
     assert_eq!(err.reason(), Some(kubelet::cri::ERR_IMAGE_PULL));
     assert!(err.to_string().contains(&images().absent), "{err}");
-    assert!(err.status_message().starts_with("rpc error: code = "), "{}", err.status_message());
-    assert!(started.elapsed() < Duration::from_secs(60), "pull took {:?}", started.elapsed());
+    assert!(
+        err.status_message().starts_with("rpc error: code = "),
+        "{}",
+        err.status_message()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "pull took {:?}",
+        started.elapsed()
+    );
     assert_eq!(
         kubelet::metrics::kubelet::runtime_operations_errors().get(&["pull_image"]) - errors_before,
         1.0
@@ -565,17 +796,40 @@ async fn instrumented_runtime_records_metrics() {
     );
     rt.version("0.1.0").await.expect("version");
     rt.version("0.1.0").await.expect("version");
-    let err = rt.container_status("no-such-container", false).await.expect_err("unknown");
+    let err = rt
+        .container_status("no-such-container", false)
+        .await
+        .expect_err("unknown");
     assert!(err.is_not_found());
     assert_eq!(m::runtime_operations().get(&["version"]) - before.2, 2.0);
-    assert_eq!(m::runtime_operations_errors().get(&["version"]) - before.3, 0.0);
-    assert_eq!(m::runtime_operations().get(&["container_status"]) - before.0, 1.0);
-    assert_eq!(m::runtime_operations_errors().get(&["container_status"]) - before.1, 1.0);
+    assert_eq!(
+        m::runtime_operations_errors().get(&["version"]) - before.3,
+        0.0
+    );
+    assert_eq!(
+        m::runtime_operations().get(&["container_status"]) - before.0,
+        1.0
+    );
+    assert_eq!(
+        m::runtime_operations_errors().get(&["container_status"]) - before.1,
+        1.0
+    );
 
     let text = kubelet::metrics::render_text();
-    assert!(text.contains("kubelet_runtime_operations_total{operation_type=\"version\"}"), "{text}");
-    assert!(text.contains("kubelet_runtime_operations_errors_total{operation_type=\"container_status\"}"));
-    assert!(text.contains("kubelet_runtime_operations_duration_seconds_count{operation_type=\"version\"}"));
+    assert!(
+        text.contains("kubelet_runtime_operations_total{operation_type=\"version\"}"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "kubelet_runtime_operations_errors_total{operation_type=\"container_status\"}"
+        )
+    );
+    assert!(
+        text.contains(
+            "kubelet_runtime_operations_duration_seconds_count{operation_type=\"version\"}"
+        )
+    );
     assert!(text.contains("# TYPE kubelet_runtime_operations_duration_seconds histogram"));
 }
 
@@ -593,7 +847,10 @@ async fn client_recovers_after_runtime_restart() {
     let err = rt.version("0.1.0").await.expect_err("runtime is down");
     assert!(err.is_unavailable(), "{err:?}");
     assert!(err.to_string().contains(&rig.endpoint()), "{err}");
-    let err = img.list_images(None).await.expect_err("image service is down");
+    let err = img
+        .list_images(None)
+        .await
+        .expect_err("image service is down");
     assert!(err.is_unavailable(), "{err:?}");
 
     rig.restart();
@@ -601,16 +858,34 @@ async fn client_recovers_after_runtime_restart() {
         rt.version("0.1.0").await.ok()
     })
     .await;
-    assert!(back.is_some(), "the same client never reconnected\n{}", rig.log());
-    assert!(!img.list_images(None).await.expect("image service back").is_empty());
+    assert!(
+        back.is_some(),
+        "the same client never reconnected\n{}",
+        rig.log()
+    );
+    assert!(
+        !img.list_images(None)
+            .await
+            .expect("image service back")
+            .is_empty()
+    );
 
     // The shim outlived containerd: the container still runs.
-    let status = rt.container_status(&id, false).await.expect("status").status.expect("status");
+    let status = rt
+        .container_status(&id, false)
+        .await
+        .expect("status")
+        .status
+        .expect("status");
     assert_eq!(status.state, api::ContainerState::ContainerRunning as i32);
     let sandboxes = rt.list_pod_sandbox(None).await.expect("list");
     assert_eq!(sandbox_ids(&sandboxes), vec![sandbox.as_str()]);
     let out = rt
-        .exec_sync(&id, &strings(&["echo", "still here"]), Duration::from_secs(10))
+        .exec_sync(
+            &id,
+            &strings(&["echo", "still here"]),
+            Duration::from_secs(10),
+        )
         .await
         .expect("exec after restart");
     assert_eq!(out.stdout, b"still here\n");

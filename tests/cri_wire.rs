@@ -130,7 +130,11 @@ fn round_trip<M: Message + Default + PartialEq + std::fmt::Debug>(name: &str) ->
     assert!(!original.is_empty(), "{name}: empty fixture");
     let msg = M::decode(original.as_slice()).unwrap_or_else(|e| panic!("{name}: decode: {e}"));
     let again = msg.encode_to_vec();
-    assert_eq!(again.len(), original.len(), "{name}: re-encoded length differs");
+    assert_eq!(
+        again.len(),
+        original.len(),
+        "{name}: re-encoded length differs"
+    );
     assert_eq!(
         canonical(&again),
         canonical(&original),
@@ -143,8 +147,10 @@ fn round_trip<M: Message + Default + PartialEq + std::fmt::Debug>(name: &str) ->
 
 #[test]
 fn canonical_form_ignores_only_map_order() {
-    let mut a = api::PodSandboxMetadata::default();
-    a.name = "x".into();
+    let a = api::PodSandboxMetadata {
+        name: "x".into(),
+        ..Default::default()
+    };
     let one = api::PodSandboxConfig {
         metadata: Some(a.clone()),
         labels: [("a".to_string(), "1".to_string())].into(),
@@ -169,19 +175,35 @@ fn canonical_form_ignores_only_map_order() {
     let ba = [meta, entry("b", "2"), entry("a", "1")].concat();
     assert_ne!(ab, ba);
     assert_eq!(canonical(&ab), canonical(&ba));
-    assert_ne!(canonical(&ab), canonical(&one.encode_to_vec()), "a missing entry shows");
-    assert_eq!(records(b"\x0b").map(|r| r.len()), None, "groups are not messages");
+    assert_ne!(
+        canonical(&ab),
+        canonical(&one.encode_to_vec()),
+        "a missing entry shows"
+    );
+    assert_eq!(
+        records(b"\x0b").map(|r| r.len()),
+        None,
+        "groups are not messages"
+    );
 }
 
 #[test]
 fn version_response_round_trips_byte_for_byte() {
     let original = fixture("version");
     let v: api::VersionResponse = round_trip("version");
-    assert_eq!(v.encode_to_vec(), original, "no maps: bytes must be identical");
+    assert_eq!(
+        v.encode_to_vec(),
+        original,
+        "no maps: bytes must be identical"
+    );
     assert_eq!(v.version, "0.1.0");
     assert_eq!(v.runtime_name, "containerd");
     assert_eq!(v.runtime_api_version, "v1");
-    assert!(v.runtime_version.starts_with("1.6"), "{}", v.runtime_version);
+    assert!(
+        v.runtime_version.starts_with("1.6"),
+        "{}",
+        v.runtime_version
+    );
 }
 
 #[test]
@@ -198,14 +220,26 @@ fn pod_sandbox_status_round_trips() {
     let r: api::PodSandboxStatusResponse = round_trip("pod_sandbox_status");
     let s = r.status.expect("status");
     let meta = s.metadata.expect("metadata");
-    assert_eq!((meta.name.as_str(), meta.namespace.as_str()), ("wire", "refpack"));
+    assert_eq!(
+        (meta.name.as_str(), meta.namespace.as_str()),
+        ("wire", "refpack")
+    );
     assert_eq!(s.labels.get("io.kubernetes.pod.uid"), Some(&meta.uid));
     assert_eq!(s.labels.len(), 3);
-    assert_eq!(s.annotations.get("kubernetes.io/config.source").map(String::as_str), Some("api"));
+    assert_eq!(
+        s.annotations
+            .get("kubernetes.io/config.source")
+            .map(String::as_str),
+        Some("api")
+    );
     assert_eq!(s.state, api::PodSandboxState::SandboxReady as i32);
     assert!(s.created_at > 0);
     assert!(!s.network.expect("network").ip.is_empty());
-    let opts = s.linux.and_then(|l| l.namespaces).and_then(|n| n.options).expect("options");
+    let opts = s
+        .linux
+        .and_then(|l| l.namespaces)
+        .and_then(|n| n.options)
+        .expect("options");
     assert_eq!(opts.pid, api::NamespaceMode::Container as i32);
     assert_eq!(s.runtime_handler, "");
 }
@@ -217,14 +251,22 @@ fn container_status_and_list_round_trip() {
     assert_eq!(s.metadata.as_ref().map(|m| m.name.as_str()), Some("main"));
     assert_eq!(s.state, api::ContainerState::ContainerRunning as i32);
     assert!(s.image_ref.starts_with("sha256:"));
-    assert_eq!(s.labels.get("io.kubernetes.container.name").map(String::as_str), Some("main"));
+    assert_eq!(
+        s.labels
+            .get("io.kubernetes.container.name")
+            .map(String::as_str),
+        Some("main")
+    );
     assert!(s.log_path.ends_with("main/0.log"));
     assert!(s.created_at > 0 && s.started_at >= s.created_at);
 
     let list: api::ListContainersResponse = round_trip("list_containers");
     assert_eq!(list.containers.len(), 1);
     assert_eq!(list.containers[0].id, s.id);
-    assert_eq!(list.containers[0].state, api::ContainerState::ContainerRunning as i32);
+    assert_eq!(
+        list.containers[0].state,
+        api::ContainerState::ContainerRunning as i32
+    );
 
     let stats: api::ContainerStatsResponse = round_trip("container_stats");
     let stats = stats.stats.expect("stats");
@@ -236,15 +278,30 @@ fn container_status_and_list_round_trip() {
 fn image_responses_round_trip() {
     let r: api::ImageStatusResponse = round_trip("image_status");
     let img = r.image.expect("image");
-    assert!(img.repo_tags.iter().any(|t| t == "kubelet-rs.local/busybox:1.35"), "{:?}", img.repo_tags);
+    assert!(
+        img.repo_tags
+            .iter()
+            .any(|t| t == "kubelet-rs.local/busybox:1.35"),
+        "{:?}",
+        img.repo_tags
+    );
     assert!(img.size > 0);
     assert!(img.id.starts_with("sha256:"));
 
     let original = fixture("image_fs_info");
     let fs: api::ImageFsInfoResponse = round_trip("image_fs_info");
-    assert_eq!(fs.encode_to_vec(), original, "no maps: bytes must be identical");
+    assert_eq!(
+        fs.encode_to_vec(),
+        original,
+        "no maps: bytes must be identical"
+    );
     assert_eq!(fs.image_filesystems.len(), 1);
-    assert!(fs.image_filesystems[0].fs_id.as_ref().is_some_and(|f| !f.mountpoint.is_empty()));
+    assert!(
+        fs.image_filesystems[0]
+            .fs_id
+            .as_ref()
+            .is_some_and(|f| !f.mountpoint.is_empty())
+    );
 }
 
 // --- recording ---------------------------------------------------------------
@@ -273,7 +330,8 @@ mod capture {
         type Item = T;
         type Error = tonic::Status;
         fn encode(&mut self, item: T, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
-            item.encode(dst).map_err(|e| tonic::Status::internal(e.to_string()))
+            item.encode(dst)
+                .map_err(|e| tonic::Status::internal(e.to_string()))
         }
     }
 
@@ -321,13 +379,16 @@ mod capture {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capture_fixtures_from_containerd() {
     if std::env::var_os("KUBELET_RS_CAPTURE_CRI_FIXTURES").is_none() {
-        eprintln!("not recording CRI fixtures (set KUBELET_RS_CAPTURE_CRI_FIXTURES=1 to re-record)");
+        eprintln!(
+            "not recording CRI fixtures (set KUBELET_RS_CAPTURE_CRI_FIXTURES=1 to re-record)"
+        );
         return;
     }
     use kubelet::cri::{RemoteRuntimeService, RuntimeService};
     use support::cri_requests::{container, pod};
 
-    let Some(rig) = support::containerd::Containerd::start("capture_fixtures_from_containerd") else {
+    let Some(rig) = support::containerd::Containerd::start("capture_fixtures_from_containerd")
+    else {
         return;
     };
     let rt = RemoteRuntimeService::connect(&rig.endpoint(), rig.timeout())
@@ -335,8 +396,16 @@ async fn capture_fixtures_from_containerd() {
         .expect("connect");
     let p = pod(&rig, "wire", "refpack");
     let sandbox = rt.run_pod_sandbox(&p.config, "").await.expect("sandbox");
-    let cfg = container(&p, "main", &support::containerd::images().busybox, &["sleep", "3600"]);
-    let id = rt.create_container(&sandbox, &cfg, &p.config).await.expect("create");
+    let cfg = container(
+        &p,
+        "main",
+        &support::containerd::images().busybox,
+        &["sleep", "3600"],
+    );
+    let id = rt
+        .create_container(&sandbox, &cfg, &p.config)
+        .await
+        .expect("create");
     rt.start_container(&id).await.expect("start");
 
     let ep = kubelet::cri::connection::parse_endpoint(&rig.endpoint()).expect("endpoint");
@@ -348,54 +417,88 @@ async fn capture_fixtures_from_containerd() {
     let recordings: Vec<(&str, Vec<u8>)> = vec![
         (
             "version",
-            capture::raw(&ch, "/runtime.v1.RuntimeService/Version", api::VersionRequest {
-                version: "0.1.0".into(),
-            })
+            capture::raw(
+                &ch,
+                "/runtime.v1.RuntimeService/Version",
+                api::VersionRequest {
+                    version: "0.1.0".into(),
+                },
+            )
             .await,
         ),
         (
             "status",
-            capture::raw(&ch, "/runtime.v1.RuntimeService/Status", api::StatusRequest { verbose: false }).await,
+            capture::raw(
+                &ch,
+                "/runtime.v1.RuntimeService/Status",
+                api::StatusRequest { verbose: false },
+            )
+            .await,
         ),
         (
             "pod_sandbox_status",
-            capture::raw(&ch, "/runtime.v1.RuntimeService/PodSandboxStatus", api::PodSandboxStatusRequest {
-                pod_sandbox_id: sandbox.clone(),
-                verbose: false,
-            })
+            capture::raw(
+                &ch,
+                "/runtime.v1.RuntimeService/PodSandboxStatus",
+                api::PodSandboxStatusRequest {
+                    pod_sandbox_id: sandbox.clone(),
+                    verbose: false,
+                },
+            )
             .await,
         ),
         (
             "container_status",
-            capture::raw(&ch, "/runtime.v1.RuntimeService/ContainerStatus", api::ContainerStatusRequest {
-                container_id: id.clone(),
-                verbose: false,
-            })
+            capture::raw(
+                &ch,
+                "/runtime.v1.RuntimeService/ContainerStatus",
+                api::ContainerStatusRequest {
+                    container_id: id.clone(),
+                    verbose: false,
+                },
+            )
             .await,
         ),
         (
             "list_containers",
-            capture::raw(&ch, "/runtime.v1.RuntimeService/ListContainers", api::ListContainersRequest::default())
-                .await,
+            capture::raw(
+                &ch,
+                "/runtime.v1.RuntimeService/ListContainers",
+                api::ListContainersRequest::default(),
+            )
+            .await,
         ),
         (
             "container_stats",
-            capture::raw(&ch, "/runtime.v1.RuntimeService/ContainerStats", api::ContainerStatsRequest {
-                container_id: id.clone(),
-            })
+            capture::raw(
+                &ch,
+                "/runtime.v1.RuntimeService/ContainerStats",
+                api::ContainerStatsRequest {
+                    container_id: id.clone(),
+                },
+            )
             .await,
         ),
         (
             "image_status",
-            capture::raw(&ch, "/runtime.v1.ImageService/ImageStatus", api::ImageStatusRequest {
-                image: Some(busybox),
-                verbose: false,
-            })
+            capture::raw(
+                &ch,
+                "/runtime.v1.ImageService/ImageStatus",
+                api::ImageStatusRequest {
+                    image: Some(busybox),
+                    verbose: false,
+                },
+            )
             .await,
         ),
         (
             "image_fs_info",
-            capture::raw(&ch, "/runtime.v1.ImageService/ImageFsInfo", api::ImageFsInfoRequest {}).await,
+            capture::raw(
+                &ch,
+                "/runtime.v1.ImageService/ImageFsInfo",
+                api::ImageFsInfoRequest {},
+            )
+            .await,
         ),
     ];
     std::fs::create_dir_all(fixture_dir()).expect("fixture dir");

@@ -78,7 +78,10 @@ pub fn parse_endpoint(endpoint: &str) -> Result<UnixEndpoint, CriError> {
 }
 
 /// The image endpoint to use: the runtime's when none is given.
-pub fn image_endpoint_or_runtime<'a>(image_endpoint: &'a str, runtime_endpoint: &'a str) -> &'a str {
+pub fn image_endpoint_or_runtime<'a>(
+    image_endpoint: &'a str,
+    runtime_endpoint: &'a str,
+) -> &'a str {
     if image_endpoint.trim().is_empty() {
         runtime_endpoint
     } else {
@@ -155,8 +158,16 @@ mod tests {
                 "/run/containerd/containerd.sock",
                 false,
             ),
-            ("UNIX:///var/run/crio/crio.sock", "/var/run/crio/crio.sock", false),
-            ("/run/containerd/containerd.sock", "/run/containerd/containerd.sock", true),
+            (
+                "UNIX:///var/run/crio/crio.sock",
+                "/var/run/crio/crio.sock",
+                false,
+            ),
+            (
+                "/run/containerd/containerd.sock",
+                "/run/containerd/containerd.sock",
+                true,
+            ),
             ("relative/dir/x.sock", "relative/dir/x.sock", true),
         ];
         for (input, path, deprecated) in ok {
@@ -175,7 +186,10 @@ mod tests {
         for (input, want) in bad {
             let err = parse_endpoint(input).expect_err(input).to_string();
             assert!(err.contains(want), "{input}: {err}");
-            assert!(err.contains(&format!("{input:?}")), "names the value: {err}");
+            assert!(
+                err.contains(&format!("{input:?}")),
+                "names the value: {err}"
+            );
         }
     }
 
@@ -183,15 +197,23 @@ mod tests {
     fn image_endpoint_defaults_to_runtime_endpoint() {
         let rt = "unix:///run/containerd/containerd.sock";
         assert_eq!(image_endpoint_or_runtime("", rt), rt);
-        assert_eq!(image_endpoint_or_runtime("unix:///x.sock", rt), "unix:///x.sock");
+        assert_eq!(
+            image_endpoint_or_runtime("unix:///x.sock", rt),
+            "unix:///x.sock"
+        );
     }
 
     #[tokio::test]
     async fn client_side_deadline_maps_to_deadline_exceeded() {
         let never = std::future::pending::<Result<tonic::Response<()>, tonic::Status>>();
-        let err = unary("unix:///x", "Version", Some(Duration::from_millis(20)), never)
-            .await
-            .expect_err("must time out");
+        let err = unary(
+            "unix:///x",
+            "Version",
+            Some(Duration::from_millis(20)),
+            never,
+        )
+        .await
+        .expect_err("must time out");
         assert!(err.is_deadline_exceeded(), "{err}");
         assert!(err.to_string().contains("Version on unix:///x"), "{err}");
     }
@@ -202,7 +224,8 @@ mod tests {
         let sock = dir.path().join("absent.sock");
         let ep = parse_endpoint(&format!("unix://{}", sock.display())).expect("parse");
         let channel = unix_channel(&ep, Duration::from_secs(1));
-        let mut client = super::super::api::runtime_service_client::RuntimeServiceClient::new(channel);
+        let mut client =
+            super::super::api::runtime_service_client::RuntimeServiceClient::new(channel);
         let err = unary(
             &ep.original,
             "Version",

@@ -316,8 +316,13 @@ mod tests {
     #[test]
     fn status_codes_map_to_variants() {
         let ep = "unix:///run/containerd/containerd.sock";
-        let table: &[(Code, fn(&CriError) -> bool, &str)] = &[
-            (Code::NotFound, |e| matches!(e, CriError::NotFound { .. }), "NotFound"),
+        type IsVariant = fn(&CriError) -> bool;
+        let table: &[(Code, IsVariant, &str)] = &[
+            (
+                Code::NotFound,
+                |e| matches!(e, CriError::NotFound { .. }),
+                "NotFound",
+            ),
             (
                 Code::DeadlineExceeded,
                 |e| matches!(e, CriError::DeadlineExceeded { .. }),
@@ -335,17 +340,34 @@ mod tests {
             ),
             (
                 Code::Unknown,
-                |e| matches!(e, CriError::Rpc { code: Code::Unknown, .. }),
+                |e| {
+                    matches!(
+                        e,
+                        CriError::Rpc {
+                            code: Code::Unknown,
+                            ..
+                        }
+                    )
+                },
                 "Unknown",
             ),
             (
                 Code::Cancelled,
-                |e| matches!(e, CriError::Rpc { code: Code::Cancelled, .. }),
+                |e| {
+                    matches!(
+                        e,
+                        CriError::Rpc {
+                            code: Code::Cancelled,
+                            ..
+                        }
+                    )
+                },
                 "Canceled",
             ),
         ];
         for (code, is_variant, go_name) in table {
-            let err = CriError::from_status(ep, "ContainerStatus", &tonic::Status::new(*code, "boom"));
+            let err =
+                CriError::from_status(ep, "ContainerStatus", &tonic::Status::new(*code, "boom"));
             assert!(is_variant(&err), "{code:?} → {err:?}");
             assert_eq!(err.code(), Some(*code));
             let shown = err.to_string();
@@ -360,7 +382,8 @@ mod tests {
 
     #[test]
     fn predicates_and_pull_reason() {
-        let nf = CriError::from_status("e", "PullImage", &tonic::Status::not_found("no such image"));
+        let nf =
+            CriError::from_status("e", "PullImage", &tonic::Status::not_found("no such image"));
         assert!(nf.is_not_found());
         assert!(!nf.is_unavailable());
         let pull = CriError::ImagePull {
@@ -369,7 +392,10 @@ mod tests {
         };
         assert!(pull.is_not_found());
         assert_eq!(pull.reason(), Some(ERR_IMAGE_PULL));
-        assert_eq!(pull.status_message(), "rpc error: code = NotFound desc = no such image");
+        assert_eq!(
+            pull.status_message(),
+            "rpc error: code = NotFound desc = no such image"
+        );
         assert!(pull.to_string().contains("kubelet-rs.local/absent:1"));
 
         let exit = CriError::ExitCode {
@@ -379,7 +405,10 @@ mod tests {
             stdout: vec![],
             stderr: b"bad".to_vec(),
         };
-        assert_eq!(exit.to_string(), "command 'sh -c exit 3' exited with 3: bad");
+        assert_eq!(
+            exit.to_string(),
+            "command 'sh -c exit 3' exited with 3: bad"
+        );
         assert_eq!(exit.code(), None);
         let timeout = CriError::ExecTimeout {
             container: "c".into(),

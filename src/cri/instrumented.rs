@@ -75,11 +75,21 @@ impl RuntimeService for InstrumentedRuntimeService {
     }
 
     async fn stop_pod_sandbox(&self, id: &str) -> Result<()> {
-        record(&*self.clock, "stop_podsandbox", self.inner.stop_pod_sandbox(id)).await
+        record(
+            &*self.clock,
+            "stop_podsandbox",
+            self.inner.stop_pod_sandbox(id),
+        )
+        .await
     }
 
     async fn remove_pod_sandbox(&self, id: &str) -> Result<()> {
-        record(&*self.clock, "remove_podsandbox", self.inner.remove_pod_sandbox(id)).await
+        record(
+            &*self.clock,
+            "remove_podsandbox",
+            self.inner.remove_pod_sandbox(id),
+        )
+        .await
     }
 
     async fn pod_sandbox_status(
@@ -99,7 +109,12 @@ impl RuntimeService for InstrumentedRuntimeService {
         &self,
         filter: Option<api::PodSandboxFilter>,
     ) -> Result<Vec<api::PodSandbox>> {
-        record(&*self.clock, "list_podsandbox", self.inner.list_pod_sandbox(filter)).await
+        record(
+            &*self.clock,
+            "list_podsandbox",
+            self.inner.list_pod_sandbox(filter),
+        )
+        .await
     }
 
     async fn create_container(
@@ -118,7 +133,12 @@ impl RuntimeService for InstrumentedRuntimeService {
     }
 
     async fn start_container(&self, id: &str) -> Result<()> {
-        record(&*self.clock, "start_container", self.inner.start_container(id)).await
+        record(
+            &*self.clock,
+            "start_container",
+            self.inner.start_container(id),
+        )
+        .await
     }
 
     async fn stop_container(&self, id: &str, timeout: i64) -> Result<()> {
@@ -131,14 +151,24 @@ impl RuntimeService for InstrumentedRuntimeService {
     }
 
     async fn remove_container(&self, id: &str) -> Result<()> {
-        record(&*self.clock, "remove_container", self.inner.remove_container(id)).await
+        record(
+            &*self.clock,
+            "remove_container",
+            self.inner.remove_container(id),
+        )
+        .await
     }
 
     async fn list_containers(
         &self,
         filter: Option<api::ContainerFilter>,
     ) -> Result<Vec<api::Container>> {
-        record(&*self.clock, "list_containers", self.inner.list_containers(filter)).await
+        record(
+            &*self.clock,
+            "list_containers",
+            self.inner.list_containers(filter),
+        )
+        .await
     }
 
     async fn container_status(
@@ -182,7 +212,12 @@ impl RuntimeService for InstrumentedRuntimeService {
         cmd: &[String],
         timeout: Duration,
     ) -> Result<ExecSyncOutput> {
-        record(&*self.clock, "exec_sync", self.inner.exec_sync(id, cmd, timeout)).await
+        record(
+            &*self.clock,
+            "exec_sync",
+            self.inner.exec_sync(id, cmd, timeout),
+        )
+        .await
     }
 
     async fn exec(&self, req: &api::ExecRequest) -> Result<api::ExecResponse> {
@@ -193,12 +228,20 @@ impl RuntimeService for InstrumentedRuntimeService {
         record(&*self.clock, "attach", self.inner.attach(req)).await
     }
 
-    async fn port_forward(&self, req: &api::PortForwardRequest) -> Result<api::PortForwardResponse> {
+    async fn port_forward(
+        &self,
+        req: &api::PortForwardRequest,
+    ) -> Result<api::PortForwardResponse> {
         record(&*self.clock, "port_forward", self.inner.port_forward(req)).await
     }
 
     async fn container_stats(&self, id: &str) -> Result<Option<api::ContainerStats>> {
-        record(&*self.clock, "container_stats", self.inner.container_stats(id)).await
+        record(
+            &*self.clock,
+            "container_stats",
+            self.inner.container_stats(id),
+        )
+        .await
     }
 
     async fn list_container_stats(
@@ -214,7 +257,12 @@ impl RuntimeService for InstrumentedRuntimeService {
     }
 
     async fn pod_sandbox_stats(&self, id: &str) -> Result<Option<api::PodSandboxStats>> {
-        record(&*self.clock, "podsandbox_stats", self.inner.pod_sandbox_stats(id)).await
+        record(
+            &*self.clock,
+            "podsandbox_stats",
+            self.inner.pod_sandbox_stats(id),
+        )
+        .await
     }
 
     async fn list_pod_sandbox_stats(
@@ -276,7 +324,12 @@ impl ImageService for InstrumentedImageService {
         image: &api::ImageSpec,
         verbose: bool,
     ) -> Result<api::ImageStatusResponse> {
-        record(&*self.clock, "image_status", self.inner.image_status(image, verbose)).await
+        record(
+            &*self.clock,
+            "image_status",
+            self.inner.image_status(image, verbose),
+        )
+        .await
     }
 
     async fn pull_image(
@@ -368,7 +421,10 @@ mod tests {
             image: "kubelet-rs.local/absent:1".into(),
             ..Default::default()
         };
-        let err = svc.pull_image(&spec, None, None).await.expect_err("pull fails");
+        let err = svc
+            .pull_image(&spec, None, None)
+            .await
+            .expect_err("pull fails");
         assert_eq!(err.reason(), Some("ErrImagePull"));
 
         let (ops, errs, hist) = counts("list_images");
@@ -382,7 +438,9 @@ mod tests {
 
         let text = crate::metrics::render_text();
         assert!(text.contains("# TYPE kubelet_runtime_operations_total counter"));
-        assert!(text.contains("kubelet_runtime_operations_errors_total{operation_type=\"pull_image\"}"));
+        assert!(
+            text.contains("kubelet_runtime_operations_errors_total{operation_type=\"pull_image\"}")
+        );
         assert!(text.contains(
             "kubelet_runtime_operations_duration_seconds_bucket{operation_type=\"list_images\",le=\"0.005\"}"
         ));

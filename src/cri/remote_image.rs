@@ -64,7 +64,8 @@ impl RemoteImageService {
             &self.endpoint,
             "ImageFsInfo",
             t,
-            self.client().image_fs_info(request(api::ImageFsInfoRequest {}, t)),
+            self.client()
+                .image_fs_info(request(api::ImageFsInfoRequest {}, t)),
         )
         .await;
         match res {
@@ -201,7 +202,8 @@ impl ImageService for RemoteImageService {
             &self.endpoint,
             "ImageFsInfo",
             None,
-            self.client().image_fs_info(request(api::ImageFsInfoRequest {}, None)),
+            self.client()
+                .image_fs_info(request(api::ImageFsInfoRequest {}, None)),
         )
         .await
         .inspect_err(|e| tracing::error!(error = %e, "ImageFsInfo from image service failed"))?;

@@ -131,9 +131,14 @@ impl RuntimeService for RemoteRuntimeService {
             version: api_version.to_string(),
         };
         let t = Some(self.timeout);
-        let resp = unary(&self.endpoint, "Version", t, self.client().version(request(req, t)))
-            .await
-            .map_err(|e| self.logged(e, "Version"))?;
+        let resp = unary(
+            &self.endpoint,
+            "Version",
+            t,
+            self.client().version(request(req, t)),
+        )
+        .await
+        .map_err(|e| self.logged(e, "Version"))?;
         vlog!(10, response = ?resp, "[RemoteRuntimeService] Version Response");
         if resp.version.is_empty()
             || resp.runtime_name.is_empty()
@@ -306,7 +311,12 @@ impl RuntimeService for RemoteRuntimeService {
     async fn stop_container(&self, container_id: &str, timeout: i64) -> Result<()> {
         // The grace period plus the usual bound, to leave time for SIGKILL.
         let t = Some(timeout_plus_seconds(self.timeout, timeout));
-        vlog!(10, container_id, timeout, "[RemoteRuntimeService] StopContainer");
+        vlog!(
+            10,
+            container_id,
+            timeout,
+            "[RemoteRuntimeService] StopContainer"
+        );
         self.log_reduction.clear(container_id);
         let req = api::StopContainerRequest {
             container_id: container_id.to_string(),
@@ -380,7 +390,10 @@ impl RuntimeService for RemoteRuntimeService {
         {
             Ok(resp) => resp,
             Err(err) => {
-                if self.log_reduction.should_log(&err.to_string(), container_id) {
+                if self
+                    .log_reduction
+                    .should_log(&err.to_string(), container_id)
+                {
                     tracing::error!(error = %err, container_id, "ContainerStatus from runtime service failed");
                 }
                 return Err(err);
@@ -403,7 +416,7 @@ impl RuntimeService for RemoteRuntimeService {
         let req = api::UpdateContainerResourcesRequest {
             container_id: container_id.to_string(),
             linux: resources.linux.clone(),
-            windows: resources.windows.clone(),
+            windows: resources.windows,
             annotations: Default::default(),
         };
         unary(
@@ -450,8 +463,13 @@ impl RuntimeService for RemoteRuntimeService {
             timeout: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
         };
         let joined = cmd.join(" ");
-        let resp = match unary(&self.endpoint, "ExecSync", t, self.client().exec_sync(request(req, t)))
-            .await
+        let resp = match unary(
+            &self.endpoint,
+            "ExecSync",
+            t,
+            self.client().exec_sync(request(req, t)),
+        )
+        .await
         {
             Ok(resp) => resp,
             Err(err) => {
@@ -466,7 +484,12 @@ impl RuntimeService for RemoteRuntimeService {
                 return Err(err);
             }
         };
-        vlog!(10, container_id, exit_code = resp.exit_code, "[RemoteRuntimeService] ExecSync Response");
+        vlog!(
+            10,
+            container_id,
+            exit_code = resp.exit_code,
+            "[RemoteRuntimeService] ExecSync Response"
+        );
         if resp.exit_code != 0 {
             return Err(CriError::ExitCode {
                 container: container_id.to_string(),
@@ -485,9 +508,14 @@ impl RuntimeService for RemoteRuntimeService {
     async fn exec(&self, req: &api::ExecRequest) -> Result<api::ExecResponse> {
         vlog!(10, container_id = %req.container_id, timeout = ?self.timeout, "[RemoteRuntimeService] Exec");
         let t = Some(self.timeout);
-        let resp = unary(&self.endpoint, "Exec", t, self.client().exec(request(req.clone(), t)))
-            .await
-            .map_err(|e| self.logged(e, "Exec"))?;
+        let resp = unary(
+            &self.endpoint,
+            "Exec",
+            t,
+            self.client().exec(request(req.clone(), t)),
+        )
+        .await
+        .map_err(|e| self.logged(e, "Exec"))?;
         if resp.url.is_empty() {
             return Err(self.invalid("Exec", "URL is not set".into()));
         }
@@ -497,16 +525,24 @@ impl RuntimeService for RemoteRuntimeService {
     async fn attach(&self, req: &api::AttachRequest) -> Result<api::AttachResponse> {
         vlog!(10, container_id = %req.container_id, timeout = ?self.timeout, "[RemoteRuntimeService] Attach");
         let t = Some(self.timeout);
-        let resp = unary(&self.endpoint, "Attach", t, self.client().attach(request(req.clone(), t)))
-            .await
-            .map_err(|e| self.logged(e, "Attach"))?;
+        let resp = unary(
+            &self.endpoint,
+            "Attach",
+            t,
+            self.client().attach(request(req.clone(), t)),
+        )
+        .await
+        .map_err(|e| self.logged(e, "Attach"))?;
         if resp.url.is_empty() {
             return Err(self.invalid("Attach", "URL is not set".into()));
         }
         Ok(resp)
     }
 
-    async fn port_forward(&self, req: &api::PortForwardRequest) -> Result<api::PortForwardResponse> {
+    async fn port_forward(
+        &self,
+        req: &api::PortForwardRequest,
+    ) -> Result<api::PortForwardResponse> {
         vlog!(10, pod_sandbox_id = %req.pod_sandbox_id, port = ?req.port, timeout = ?self.timeout, "[RemoteRuntimeService] PortForward");
         let t = Some(self.timeout);
         let resp = unary(
@@ -542,7 +578,10 @@ impl RuntimeService for RemoteRuntimeService {
                 Ok(resp.stats)
             }
             Err(err) => {
-                if self.log_reduction.should_log(&err.to_string(), container_id) {
+                if self
+                    .log_reduction
+                    .should_log(&err.to_string(), container_id)
+                {
                     tracing::error!(error = %err, container_id, "ContainerStats from runtime service failed");
                 }
                 Err(err)
@@ -590,7 +629,10 @@ impl RuntimeService for RemoteRuntimeService {
                 Ok(resp.stats)
             }
             Err(err) => {
-                if self.log_reduction.should_log(&err.to_string(), pod_sandbox_id) {
+                if self
+                    .log_reduction
+                    .should_log(&err.to_string(), pod_sandbox_id)
+                {
                     tracing::error!(error = %err, pod_sandbox_id, "PodSandboxStats from runtime service failed");
                 }
                 Err(err)
@@ -636,9 +678,14 @@ impl RuntimeService for RemoteRuntimeService {
         vlog!(10, timeout = ?self.timeout, "[RemoteRuntimeService] Status");
         let t = Some(self.timeout);
         let req = api::StatusRequest { verbose };
-        let resp = unary(&self.endpoint, "Status", t, self.client().status(request(req, t)))
-            .await
-            .map_err(|e| self.logged(e, "Status"))?;
+        let resp = unary(
+            &self.endpoint,
+            "Status",
+            t,
+            self.client().status(request(req, t)),
+        )
+        .await
+        .map_err(|e| self.logged(e, "Status"))?;
         if resp.status.as_ref().is_none_or(|s| s.conditions.len() < 2) {
             return Err(self.invalid(
                 "Status",
@@ -655,7 +702,8 @@ impl RuntimeService for RemoteRuntimeService {
             &self.endpoint,
             "RuntimeConfig",
             t,
-            self.client().runtime_config(request(api::RuntimeConfigRequest {}, t)),
+            self.client()
+                .runtime_config(request(api::RuntimeConfigRequest {}, t)),
         )
         .await
     }

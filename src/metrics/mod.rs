@@ -33,7 +33,9 @@ impl std::fmt::Debug for Registry {
             .keys()
             .cloned()
             .collect();
-        f.debug_struct("Registry").field("families", &names).finish()
+        f.debug_struct("Registry")
+            .field("families", &names)
+            .finish()
     }
 }
 

@@ -278,7 +278,11 @@ impl Drop for Containerd {
             // Keep the failure visible: clean up, but never panic twice.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.stop()));
             if result.is_err() {
-                eprintln!("{}: rig clean-up failed in {}", self.test, self.dir.display());
+                eprintln!(
+                    "{}: rig clean-up failed in {}",
+                    self.test,
+                    self.dir.display()
+                );
             }
         } else {
             self.stop();

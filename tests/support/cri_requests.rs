@@ -41,7 +41,10 @@ pub fn pod(rig: &Containerd, name: &str, namespace: &str) -> Pod {
     let uid = new_uid();
     let labels = HashMap::from([
         ("io.kubernetes.pod.name".to_string(), name.to_string()),
-        ("io.kubernetes.pod.namespace".to_string(), namespace.to_string()),
+        (
+            "io.kubernetes.pod.namespace".to_string(),
+            namespace.to_string(),
+        ),
         ("io.kubernetes.pod.uid".to_string(), uid.clone()),
     ]);
     let annotations = HashMap::from([
@@ -103,12 +106,21 @@ pub fn container(pod: &Pod, name: &str, image: &str, command: &[&str]) -> api::C
     let labels = HashMap::from([
         ("io.kubernetes.container.name".to_string(), name.to_string()),
         ("io.kubernetes.pod.name".to_string(), pod.name.clone()),
-        ("io.kubernetes.pod.namespace".to_string(), pod.namespace.clone()),
+        (
+            "io.kubernetes.pod.namespace".to_string(),
+            pod.namespace.clone(),
+        ),
         ("io.kubernetes.pod.uid".to_string(), pod.uid.clone()),
     ]);
     let annotations = HashMap::from([
-        ("io.kubernetes.container.hash".to_string(), "9f9eb022".to_string()),
-        ("io.kubernetes.container.restartCount".to_string(), "0".to_string()),
+        (
+            "io.kubernetes.container.hash".to_string(),
+            "9f9eb022".to_string(),
+        ),
+        (
+            "io.kubernetes.container.restartCount".to_string(),
+            "0".to_string(),
+        ),
         (
             "io.kubernetes.container.terminationMessagePath".to_string(),
             "/dev/termination-log".to_string(),
@@ -117,7 +129,10 @@ pub fn container(pod: &Pod, name: &str, image: &str, command: &[&str]) -> api::C
             "io.kubernetes.container.terminationMessagePolicy".to_string(),
             "File".to_string(),
         ),
-        ("io.kubernetes.pod.terminationGracePeriod".to_string(), "30".to_string()),
+        (
+            "io.kubernetes.pod.terminationGracePeriod".to_string(),
+            "30".to_string(),
+        ),
     ]);
     api::ContainerConfig {
         metadata: Some(api::ContainerMetadata {

@@ -59,7 +59,12 @@ pub fn cgroup_mounts() -> Vec<(Vec<String>, PathBuf)> {
 /// The file `v1_file` of controller `v1_controller` (cgroup v1), or
 /// `v2_file` (unified hierarchy), for the cgroup process `pid` is in — read
 /// via /proc/<pid>/cgroup so it works whatever the cgroup layout.
-pub fn cgroup_file_of_pid(pid: u32, v1_controller: &str, v1_file: &str, v2_file: &str) -> Option<PathBuf> {
+pub fn cgroup_file_of_pid(
+    pid: u32,
+    v1_controller: &str,
+    v1_file: &str,
+    v2_file: &str,
+) -> Option<PathBuf> {
     let membership = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let mounts = cgroup_mounts();
     // Prefer the v1 controller when the controller is mounted as v1.
