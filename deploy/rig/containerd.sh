@@ -305,7 +305,7 @@ scrub_iptables() {
 stop() {
 	[ -s "$dir/rig.env" ] || { log "nothing to stop in $dir"; return 0; }
 	load_env
-	local pid netns=() id
+	local pid netns=() ids=() id
 	pid=$(cat "$dir/containerd.pid" 2>/dev/null || true)
 
 	# 1. While containerd still answers: note sandbox netns paths, then kill
@@ -313,6 +313,7 @@ stop() {
 	if pid_alive "$pid" && [ -S "$sock" ]; then
 		for ns in $(ctr_ namespaces ls -q 2>/dev/null); do
 			for id in $(ctr_ --namespace "$ns" containers ls -q 2>/dev/null); do
+				ids+=("$id")
 				while IFS= read -r path; do
 					netns+=("$path")
 				done < <(ctr_ --namespace "$ns" containers info "$id" 2>/dev/null |
@@ -365,6 +366,17 @@ stop() {
 		ip link delete "$RIG_BRIDGE" 2>/dev/null || log "could not delete bridge $RIG_BRIDGE"
 	fi
 	rm -f /var/lib/cni/results/"$RIG_CNI_NETWORK"-* 2>/dev/null || true
+	# Sandbox ids are also known from the CRI plugin's own directories, for
+	# when containerd was already dead.
+	local sandboxes="$dir/root/io.containerd.grpc.v1.cri/sandboxes"
+	if [ -d "$sandboxes" ]; then
+		for id in "$sandboxes"/*; do
+			[ -e "$id" ] && ids+=("$(basename "$id")")
+		done
+	fi
+	for id in "${ids[@]}"; do
+		rm -f /var/lib/cni/results/cni-loopback-"$id"-* 2>/dev/null || true
+	done
 
 	# 8. State and the slot.
 	rm -rf "$dir/root" "$dir/state" "$dir/runc" "$dir/opt" "$dir/cni/ipam" "$sock" "$sock.ttrpc"
