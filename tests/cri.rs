@@ -105,6 +105,15 @@ async fn version_status_and_runtime_config() {
         "verbose status carries the runtime config"
     );
 
+    // The node's pod CIDR is pushed down as the Go kubelet does.
+    rt.update_runtime_config(&api::RuntimeConfig {
+        network_config: Some(api::NetworkConfig {
+            pod_cidr: rig.pod_subnet().to_string(),
+        }),
+    })
+    .await
+    .expect("UpdateRuntimeConfig");
+
     // containerd 1.6 predates RuntimeConfig: "not supported", flag wins.
     let err = rt
         .runtime_config()
@@ -398,7 +407,7 @@ async fn exec_sync_output_exit_code_and_timeout() {
     };
     let rt = runtime(&rig).await;
     let p = pod(&rig, "exec", "refpack");
-    let (_sandbox, id) = running_container(&rt, &p, "main", &["sleep", "3600"]).await;
+    let (sandbox, id) = running_container(&rt, &p, "main", &["sleep", "3600"]).await;
 
     let out = rt
         .exec_sync(
@@ -454,6 +463,45 @@ async fn exec_sync_output_exit_code_and_timeout() {
         started.elapsed() < Duration::from_secs(20),
         "took {:?}",
         started.elapsed()
+    );
+
+    // Streaming calls only hand out a URL of the runtime's streaming server.
+    let exec = rt
+        .exec(&api::ExecRequest {
+            container_id: id.clone(),
+            cmd: strings(&["sh"]),
+            stdin: true,
+            stdout: true,
+            ..Default::default()
+        })
+        .await
+        .expect("Exec");
+    assert!(exec.url.starts_with("http://127.0.0.1:"), "{}", exec.url);
+    let attach = rt
+        .attach(&api::AttachRequest {
+            container_id: id.clone(),
+            stdout: true,
+            stderr: true,
+            ..Default::default()
+        })
+        .await
+        .expect("Attach");
+    assert!(
+        attach.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        attach.url
+    );
+    let forward = rt
+        .port_forward(&api::PortForwardRequest {
+            pod_sandbox_id: sandbox.clone(),
+            port: vec![80],
+        })
+        .await
+        .expect("PortForward");
+    assert!(
+        forward.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        forward.url
     );
 
     let err = rt

@@ -409,7 +409,7 @@ async fn capture_fixtures_from_containerd() {
     rt.start_container(&id).await.expect("start");
 
     let ep = kubelet::cri::connection::parse_endpoint(&rig.endpoint()).expect("endpoint");
-    let ch = kubelet::cri::connection::unix_channel(&ep, rig.timeout());
+    let ch = kubelet::cri::connection::unix_channel(&ep, rig.timeout()).expect("channel");
     let busybox = api::ImageSpec {
         image: support::containerd::images().busybox.clone(),
         ..Default::default()

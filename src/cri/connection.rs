@@ -90,8 +90,18 @@ pub fn image_endpoint_or_runtime<'a>(
 }
 
 /// A channel to the socket. Nothing is dialled until the first call; after a
-/// broken connection the next call dials again.
-pub fn unix_channel(endpoint: &UnixEndpoint, connect_timeout: Duration) -> Channel {
+/// broken connection the next call dials again. Must be called within a
+/// tokio runtime (the channel runs a small background task).
+pub fn unix_channel(
+    endpoint: &UnixEndpoint,
+    connect_timeout: Duration,
+) -> Result<Channel, CriError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(CriError::ClientSetup {
+            endpoint: endpoint.original.clone(),
+            reason: "the CRI client must be created inside the tokio runtime".into(),
+        });
+    }
     if endpoint.deprecated_form {
         tracing::warn!(
             endpoint = %endpoint.original,
@@ -102,12 +112,12 @@ pub fn unix_channel(endpoint: &UnixEndpoint, connect_timeout: Duration) -> Chann
     let path = endpoint.path.clone();
     // The URI is only a placeholder for the HTTP/2 authority; the connector
     // below ignores it and dials the socket.
-    Endpoint::from_static("http://localhost")
+    Ok(Endpoint::from_static("http://localhost")
         .connect_timeout(connect_timeout)
         .connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
             let path = path.clone();
             async move { dial(&path).await.map(TokioIo::new) }
-        }))
+        })))
 }
 
 async fn dial(path: &Path) -> std::io::Result<UnixStream> {
@@ -218,12 +228,19 @@ mod tests {
         assert!(err.to_string().contains("Version on unix:///x"), "{err}");
     }
 
+    #[test]
+    fn channel_outside_a_runtime_is_an_error_not_a_panic() {
+        let ep = parse_endpoint("unix:///run/containerd/containerd.sock").expect("parse");
+        let err = unix_channel(&ep, Duration::from_secs(1)).expect_err("no runtime");
+        assert!(matches!(err, CriError::ClientSetup { .. }), "{err:?}");
+    }
+
     #[tokio::test]
     async fn absent_socket_is_unavailable() {
         let dir = tempfile::tempdir().expect("tempdir");
         let sock = dir.path().join("absent.sock");
         let ep = parse_endpoint(&format!("unix://{}", sock.display())).expect("parse");
-        let channel = unix_channel(&ep, Duration::from_secs(1));
+        let channel = unix_channel(&ep, Duration::from_secs(1)).expect("inside a runtime");
         let mut client =
             super::super::api::runtime_service_client::RuntimeServiceClient::new(channel);
         let err = unary(

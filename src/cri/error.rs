@@ -21,6 +21,15 @@ pub enum CriError {
         reason: String,
     },
 
+    /// The client could not be set up (before any call was made).
+    #[error("cannot set up the CRI client for {endpoint}: {reason}")]
+    ClientSetup {
+        /// The endpoint.
+        endpoint: String,
+        /// Why.
+        reason: String,
+    },
+
     /// The runtime answered the start-up probe but does not serve CRI v1.
     #[error(
         "container runtime at {endpoint} does not serve the CRI v1 {service} API ({message}); \
@@ -197,6 +206,7 @@ impl CriError {
             CriError::Rpc { code, .. } => Some(*code),
             CriError::ImagePull { source, .. } => source.code(),
             CriError::InvalidEndpoint { .. }
+            | CriError::ClientSetup { .. }
             | CriError::UnsupportedApi { .. }
             | CriError::InvalidResponse { .. }
             | CriError::ExitCode { .. } => None,

@@ -43,7 +43,7 @@ impl RemoteImageService {
     /// A client that has not talked to the service yet (no API check).
     pub fn new_lazy(endpoint: &str, timeout: Duration) -> Result<Self> {
         let parsed = parse_endpoint(endpoint)?;
-        let channel = unix_channel(&parsed, timeout);
+        let channel = unix_channel(&parsed, timeout)?;
         let client = ImageServiceClient::new(channel).max_decoding_message_size(MAX_MSG_SIZE);
         Ok(RemoteImageService {
             endpoint: endpoint.to_string(),

@@ -52,7 +52,7 @@ impl RemoteRuntimeService {
     /// A client that has not talked to the runtime yet (no API check).
     pub fn new_lazy(endpoint: &str, timeout: Duration, clock: Arc<dyn Clock>) -> Result<Self> {
         let parsed = parse_endpoint(endpoint)?;
-        let channel = unix_channel(&parsed, timeout);
+        let channel = unix_channel(&parsed, timeout)?;
         let client = RuntimeServiceClient::new(channel).max_decoding_message_size(MAX_MSG_SIZE);
         Ok(RemoteRuntimeService {
             endpoint: endpoint.to_string(),

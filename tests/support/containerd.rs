@@ -211,7 +211,6 @@ impl Containerd {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        // Reap it if it was our child (it is not: the script started it).
         let _ = std::fs::remove_file(self.dir.join("containerd.pid"));
     }
 
