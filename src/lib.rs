@@ -15,5 +15,6 @@ pub mod features;
 pub mod healthz;
 pub mod kubelet;
 pub mod logs;
+pub mod metrics;
 pub mod util;
 pub mod version;
