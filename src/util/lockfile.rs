@@ -372,7 +372,10 @@ mod tests {
             async move { acquire(&path).await }
         });
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!waiter.is_finished(), "acquire returned while the child holds the lock");
+        assert!(
+            !waiter.is_finished(),
+            "acquire returned while the child holds the lock"
+        );
 
         drop(child.stdin.take()); // the child releases the lock and exits
         let lock = tokio::time::timeout(Duration::from_secs(10), waiter)

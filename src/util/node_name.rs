@@ -7,7 +7,8 @@ use std::io;
 /// The longest DNS-1123 subdomain.
 pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
 /// Errors in finding or validating the node name.
 #[derive(Debug, thiserror::Error)]
@@ -129,7 +130,10 @@ mod tests {
     #[test]
     fn system_failure_is_reported() {
         let err = hostname_with("", || Err(io::Error::other("boom"))).unwrap_err();
-        assert!(err.to_string().starts_with("couldn't determine hostname"), "{err}");
+        assert!(
+            err.to_string().starts_with("couldn't determine hostname"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -159,7 +163,10 @@ mod tests {
             }
         }
         let long_errs = dns1123_subdomain_errors(&long);
-        assert_eq!(long_errs, vec!["must be no more than 253 characters".to_string()]);
+        assert_eq!(
+            long_errs,
+            vec!["must be no more than 253 characters".to_string()]
+        );
         assert!(dns1123_subdomain_errors("Bad")[0].contains("lowercase RFC 1123 subdomain"));
     }
 

@@ -58,10 +58,16 @@ impl ShutdownSignals {
             let Some(first) = self.recv().await else {
                 return;
             };
-            tracing::info!(signal = signal_name(first), "Received shutdown signal, shutting down");
+            tracing::info!(
+                signal = signal_name(first),
+                "Received shutdown signal, shutting down"
+            );
             token.cancel();
             if let Some(second) = self.recv().await {
-                tracing::warn!(signal = signal_name(second), "Received second shutdown signal, exiting now");
+                tracing::warn!(
+                    signal = signal_name(second),
+                    "Received second shutdown signal, exiting now"
+                );
                 std::process::exit(1);
             }
         })
@@ -90,7 +96,9 @@ mod tests {
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(async {
             let token = CancellationToken::new();
-            let _h = ShutdownSignals::register().unwrap().spawn_handler(token.clone());
+            let _h = ShutdownSignals::register()
+                .unwrap()
+                .spawn_handler(token.clone());
             println!("READY");
             token.cancelled().await;
             println!("CANCELLED");
@@ -121,7 +129,10 @@ mod tests {
                 let mut line = String::new();
                 loop {
                     line.clear();
-                    assert!(out.read_line(&mut line).unwrap() > 0, "{name}: child ended before {want}");
+                    assert!(
+                        out.read_line(&mut line).unwrap() > 0,
+                        "{name}: child ended before {want}"
+                    );
                     if line.trim() == want {
                         return;
                     }

@@ -105,7 +105,9 @@ mod tests {
             fail_swap_on: bool,
             want_err: Option<&'static str>,
         }
-        let on = format!("{HEADER}/dev/sda2                               partition\t8388604\t\t0\t\t-2\n");
+        let on = format!(
+            "{HEADER}/dev/sda2                               partition\t8388604\t\t0\t\t-2\n"
+        );
         let cases = [
             Case {
                 name: "header only",
@@ -151,7 +153,11 @@ mod tests {
                     let msg = e.to_string();
                     assert!(msg.contains(want), "{}: {msg}", case.name);
                     assert!(msg.contains("set --fail-swap-on flag to false"), "{msg}");
-                    assert!(msg.contains("/dev/sda2"), "{}: lines listed: {msg}", case.name);
+                    assert!(
+                        msg.contains("/dev/sda2"),
+                        "{}: lines listed: {msg}",
+                        case.name
+                    );
                     assert!(msg.contains("contained: [Filename"), "{msg}");
                 }
                 (res, want) => panic!("{}: got {res:?}, want error {want:?}", case.name),
@@ -163,7 +169,10 @@ mod tests {
     async fn unreadable_path_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         // A directory cannot be read as a file.
-        let err = SwapCheck::with_path(dir.path()).check(true).await.unwrap_err();
+        let err = SwapCheck::with_path(dir.path())
+            .check(true)
+            .await
+            .unwrap_err();
         assert!(matches!(err, SwapError::Read { .. }), "{err}");
     }
 }

@@ -77,7 +77,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notify.sock");
         let sock = UnixDatagram::bind(&path).unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         assert_eq!(run_child(Some(&path)), "RESULT sent=true");
         let mut buf = [0u8; 256];
         let n = sock.recv(&mut buf).unwrap();
