@@ -202,3 +202,41 @@ async fn serve_connection<S>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unspecified_address_accepts_ipv4_and_ipv6() {
+        for host in ["", "0.0.0.0", "::"] {
+            let l = bind_tcp(host, 0).await.unwrap();
+            let port = l.local_addr().unwrap().port();
+            let v4 = tokio::spawn(tokio::net::TcpStream::connect(("127.0.0.1", port)));
+            l.accept().await.unwrap();
+            v4.await.unwrap().unwrap();
+            if l.local_addr().unwrap().is_ipv6() {
+                let v6 = tokio::spawn(tokio::net::TcpStream::connect(("::1", port)));
+                l.accept().await.unwrap();
+                v6.await.unwrap().unwrap();
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn specific_addresses_and_names() {
+        let l = bind_tcp("127.0.0.1", 0).await.unwrap();
+        assert_eq!(
+            l.local_addr().unwrap().ip(),
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        );
+        let l = bind_tcp("localhost", 0).await.unwrap();
+        assert!(l.local_addr().unwrap().ip().is_loopback());
+        let taken = l.local_addr().unwrap();
+        // A port in use is an error, not a silent second listener.
+        let err = bind_tcp(&taken.ip().to_string(), taken.port())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+    }
+}

@@ -402,6 +402,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn reloader_task_picks_up_a_new_bundle_and_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ca("first");
+        let second = ca("second");
+        let path = bundle_file(dir.path(), &first.pem);
+        let bundle = ClientCaBundle::load(&path).unwrap();
+        let tasks = TaskSet::new();
+        bundle.start_reloader(&tasks, Duration::from_millis(20));
+        let from_second = client(&second, "bob", &[], None);
+        std::fs::write(&path, &second.pem).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while bundle.verify(&from_second, &[]).is_err() {
+            assert!(std::time::Instant::now() < deadline, "bundle not reloaded");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            bundle.verify(&client(&first, "a", &[], None), &[]).is_err(),
+            "old CA dropped"
+        );
+        tasks
+            .into_shutdown_handle()
+            .shutdown(Duration::from_secs(1))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
     async fn bundle_load_and_reload() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ca.pem");
