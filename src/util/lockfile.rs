@@ -207,7 +207,8 @@ impl KubeletLock {
     }
 
     /// A future that resolves when another process wants the lock; it never
-    /// resolves when exit-on-lock-contention is off.
+    /// resolves when exit-on-lock-contention is off. The watch moves into the
+    /// first future asked for; later calls get one that never resolves.
     pub fn contended(&mut self) -> impl Future<Output = ()> + Send + 'static {
         let watch = self.watch.take();
         async move {

@@ -7,7 +7,7 @@ use super::{Attributes, UserInfo};
 
 const STATS_PATH: &str = "/stats/";
 /// The metrics tree (also `/metrics/cadvisor`, `/metrics/probes`, ...).
-pub const METRICS_PATH: &str = "/metrics";
+const METRICS_PATH: &str = "/metrics";
 const LOGS_PATH: &str = "/logs/";
 const SPEC_PATH: &str = "/spec/";
 

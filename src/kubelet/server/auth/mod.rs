@@ -17,7 +17,7 @@ use std::sync::Arc;
 use http::StatusCode;
 use http::request::Parts;
 
-pub use attributes::{METRICS_PATH, node_request_attributes};
+pub use attributes::node_request_attributes;
 pub use authn::{
     AnonymousAuthenticator, AuthenticatedGroupAdder, AuthnParams, UnionAuthenticator,
     build_authenticator,
