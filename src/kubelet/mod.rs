@@ -3,3 +3,4 @@
 pub mod container;
 pub mod pleg;
 pub mod prober;
+pub mod server;

@@ -2,4 +2,11 @@
 
 pub mod clock;
 pub mod lifecycle;
+pub mod lockfile;
+pub mod node_name;
+pub mod oom;
 pub mod quantity;
+pub mod rlimit;
+pub mod signals;
+pub mod swap;
+pub mod systemd;
