@@ -1,1 +1,6 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
+
+pub mod container;
+pub mod envvars;
+pub mod expansion;
+pub mod qos;
