@@ -3,4 +3,6 @@
 pub mod container;
 pub mod envvars;
 pub mod expansion;
+pub mod hosts;
+pub mod network;
 pub mod qos;
