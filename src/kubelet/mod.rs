@@ -4,5 +4,6 @@ pub mod container;
 pub mod envvars;
 pub mod expansion;
 pub mod hosts;
+pub mod kuberuntime;
 pub mod network;
 pub mod qos;
