@@ -6,4 +6,6 @@ pub mod expansion;
 pub mod hosts;
 pub mod kuberuntime;
 pub mod network;
+pub mod pleg;
+pub mod prober;
 pub mod qos;

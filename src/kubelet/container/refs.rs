@@ -1,8 +1,6 @@
 //! Keys the kubelet uses for pods and containers: the pod full name
-//! (`<name>_<namespace>`), the `name_namespace(uid)` form its messages use, and
-//! the typed container ID (`containerd://<id>`).
-
-use std::fmt;
+//! (`<name>_<namespace>`) and the `name_namespace(uid)` form its messages use.
+//! The typed container ID lives in `super::runtime`.
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -11,8 +9,6 @@ use k8s_openapi::api::core::v1::Pod;
 pub enum RefError {
     #[error("failed to parse the pod full name {0:?}: expected <name>_<namespace>")]
     PodFullName(String),
-    #[error("invalid container ID {0:?}: expected <type>://<id>")]
-    ContainerId(String),
 }
 
 /// `<name>_<namespace>`, the key the kubelet uses for a pod across sources.
@@ -59,41 +55,6 @@ pub fn pod_uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or("")
 }
 
-/// A container ID qualified by the runtime that owns it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct ContainerId {
-    /// `containerd`, `docker`, ...
-    pub runtime_type: String,
-    pub id: String,
-}
-
-impl ContainerId {
-    pub fn new(runtime_type: impl Into<String>, id: impl Into<String>) -> Self {
-        ContainerId {
-            runtime_type: runtime_type.into(),
-            id: id.into(),
-        }
-    }
-
-    /// Parses `<type>://<id>`.
-    pub fn parse(s: &str) -> Result<Self, RefError> {
-        match s.split_once("://") {
-            Some((t, id)) if !t.is_empty() && !id.is_empty() => Ok(ContainerId::new(t, id)),
-            _ => Err(RefError::ContainerId(s.to_string())),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.id.is_empty()
-    }
-}
-
-impl fmt::Display for ContainerId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://{}", self.runtime_type, self.id)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,16 +76,6 @@ mod tests {
             if let Some((n, ns)) = &want {
                 assert_eq!(&build_pod_full_name(n, ns), input);
             }
-        }
-    }
-
-    #[test]
-    fn container_id_parse_and_print() {
-        let id = ContainerId::parse("containerd://abc123").expect("valid id");
-        assert_eq!(id, ContainerId::new("containerd", "abc123"));
-        assert_eq!(id.to_string(), "containerd://abc123");
-        for bad in ["abc", "://x", "containerd://", ""] {
-            assert!(ContainerId::parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -1,0 +1,3 @@
+//! pkg/kubelet/prober: liveness, readiness and startup probes.
+
+pub mod results;
