@@ -112,12 +112,12 @@ pub fn write_hosts_file(file: &EtcHostsFile) -> Result<(), HostsError> {
         path: file.path.clone(),
         source,
     })?;
-    std::fs::set_permissions(&file.path, std::fs::Permissions::from_mode(0o644)).map_err(
-        |source| HostsError::Write {
+    std::fs::set_permissions(&file.path, std::fs::Permissions::from_mode(0o644)).map_err(|source| {
+        HostsError::Write {
             path: file.path.clone(),
             source,
-        },
-    )
+        }
+    })
 }
 
 /// Errors preparing the hosts file.
@@ -134,6 +134,7 @@ pub enum HostsError {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
 
@@ -151,16 +152,39 @@ mod tests {
     fn managed_content_table() {
         let ips = vec!["10.88.0.5".to_string(), "fd00::5".to_string()];
         let cases: Vec<(&str, Vec<String>, &str, Vec<HostAlias>, String)> = vec![
-            ("hostname only", ips[..1].to_vec(), "", vec![],
-                format!("{LOCALHOST}10.88.0.5\tweb\n")),
-            ("with domain, dual stack", ips.clone(), "sub.ns.svc.cluster.local", vec![],
-                format!("{LOCALHOST}10.88.0.5\tweb.sub.ns.svc.cluster.local\tweb\nfd00::5\tweb.sub.ns.svc.cluster.local\tweb\n")),
-            ("host aliases", ips[..1].to_vec(), "", aliases(),
-                format!("{LOCALHOST}10.88.0.5\tweb\n\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\tbaz\n456.78.90.123\tpark\tdoo\tboo\n")),
+            (
+                "hostname only",
+                ips[..1].to_vec(),
+                "",
+                vec![],
+                format!("{LOCALHOST}10.88.0.5\tweb\n"),
+            ),
+            (
+                "with domain, dual stack",
+                ips.clone(),
+                "sub.ns.svc.cluster.local",
+                vec![],
+                format!(
+                    "{LOCALHOST}10.88.0.5\tweb.sub.ns.svc.cluster.local\tweb\nfd00::5\tweb.sub.ns.svc.cluster.local\tweb\n"
+                ),
+            ),
+            (
+                "host aliases",
+                ips[..1].to_vec(),
+                "",
+                aliases(),
+                format!(
+                    "{LOCALHOST}10.88.0.5\tweb\n\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\tbaz\n456.78.90.123\tpark\tdoo\tboo\n"
+                ),
+            ),
             ("no IPs", vec![], "", vec![], LOCALHOST.to_string()),
         ];
         for (name, ips, domain, al, want) in cases {
-            assert_eq!(managed_hosts_file_content(&ips, "web", domain, &al), want, "{name}");
+            assert_eq!(
+                managed_hosts_file_content(&ips, "web", domain, &al),
+                want,
+                "{name}"
+            );
         }
     }
 
@@ -178,17 +202,24 @@ mod tests {
     #[test]
     fn mount_and_write() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (file, mount) = make_hosts_mount(dir.path(), &["10.0.0.2".into()], "p", "", &[], false, None)
-            .expect("hosts");
+        let (file, mount) =
+            make_hosts_mount(dir.path(), &["10.0.0.2".into()], "p", "", &[], false, None)
+                .expect("hosts");
         assert_eq!(file.path, dir.path().join("etc-hosts"));
         assert_eq!(mount.container_path, "/etc/hosts");
-        assert_eq!(mount.host_path, dir.path().join("etc-hosts").display().to_string());
+        assert_eq!(
+            mount.host_path,
+            dir.path().join("etc-hosts").display().to_string()
+        );
         assert!(!mount.read_only && mount.selinux_relabel);
         write_hosts_file(&file).expect("write");
         let written = std::fs::read_to_string(&file.path).expect("read");
         assert!(written.ends_with("10.0.0.2\tp\n"));
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&file.path).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(&file.path)
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o644);
 
         assert!(matches!(

@@ -437,7 +437,10 @@ fn security_context(s: &api::SecurityContext) -> String {
     });
     w.opt_obj("windowsOptions", s.windows_options.as_ref(), |o| {
         let mut w = ObjWriter::new();
-        w.ptr_str("gmsaCredentialSpecName", o.gmsa_credential_spec_name.as_deref());
+        w.ptr_str(
+            "gmsaCredentialSpecName",
+            o.gmsa_credential_spec_name.as_deref(),
+        );
         w.ptr_str("gmsaCredentialSpec", o.gmsa_credential_spec.as_deref());
         w.ptr_str("runAsUserName", o.run_as_user_name.as_deref());
         w.ptr_bool("hostProcess", o.host_process);

@@ -57,9 +57,7 @@ fn decimal(v: u8, buf: &mut [u8; 3]) -> &[u8] {
 
 /// The container's hash as v1.25's `HashContainer` computes it.
 pub fn hash_container(container: &Container) -> u64 {
-    u64::from(hash_spew_bytes(
-        container_to_go_json(container).as_bytes(),
-    ))
+    u64::from(hash_spew_bytes(container_to_go_json(container).as_bytes()))
 }
 
 /// The hash as the annotation writes it: lower-case hex, no padding.

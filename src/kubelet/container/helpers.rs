@@ -161,6 +161,7 @@ pub fn has_privileged_container(pod: &Pod) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
 
@@ -249,7 +250,8 @@ mod tests {
     fn privileged_detection_covers_all_container_kinds() {
         let mk = |field: &str| -> Pod {
             let mut spec = serde_json::json!({"containers": [{"name": "a"}]});
-            let priv_c = serde_json::json!([{"name": "p", "securityContext": {"privileged": true}}]);
+            let priv_c =
+                serde_json::json!([{"name": "p", "securityContext": {"privileged": true}}]);
             spec[field] = priv_c;
             if field != "containers" {
                 spec["containers"] = serde_json::json!([{"name": "a"}]);

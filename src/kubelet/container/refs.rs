@@ -32,12 +32,7 @@ pub fn parse_pod_full_name(full: &str) -> Result<(String, String), RefError> {
 
 /// `name_namespace(uid)`, how the kubelet names a pod in messages.
 pub fn format_pod(pod: &Pod) -> String {
-    format!(
-        "{}_{}({})",
-        pod_name(pod),
-        pod_namespace(pod),
-        pod_uid(pod)
-    )
+    format!("{}_{}({})", pod_name(pod), pod_namespace(pod), pod_uid(pod))
 }
 
 /// The pod's name ("" when unset).
@@ -63,7 +58,10 @@ mod tests {
     fn pod_full_name_round_trip() {
         let cases: &[(&str, Option<(&str, &str)>)] = &[
             ("web_default", Some(("web", "default"))),
-            ("web-gonode_kube-system", Some(("web-gonode", "kube-system"))),
+            (
+                "web-gonode_kube-system",
+                Some(("web-gonode", "kube-system")),
+            ),
             ("nounderscore", None),
             ("a_b_c", None),
             ("_ns", None),

@@ -99,8 +99,7 @@ fn matches_qualified_name_part(s: &str) -> bool {
         (Some(f), Some(l)) => {
             f.is_ascii_alphanumeric()
                 && l.is_ascii_alphanumeric()
-                && b
-                    .iter()
+                && b.iter()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
         }
         _ => false,

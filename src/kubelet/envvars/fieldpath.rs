@@ -35,7 +35,10 @@ pub fn split_maybe_subscripted_path(field_path: &str) -> Option<(&str, &str)> {
 /// Checks a field selector's path against what the v1 pod downward API
 /// allows and returns the internal path (`spec.host` becomes
 /// `spec.nodeName`). An empty API version is read as `v1`, the API default.
-pub fn convert_downward_api_field_label(version: &str, label: &str) -> Result<String, FieldPathError> {
+pub fn convert_downward_api_field_label(
+    version: &str,
+    label: &str,
+) -> Result<String, FieldPathError> {
     if !version.is_empty() && version != "v1" {
         return Err(FieldPathError::UnsupportedVersion(version.to_string()));
     }
@@ -90,7 +93,9 @@ pub fn extract_field_path_as_string(pod: &Pod, field_path: &str) -> Result<Strin
                 }
                 Ok(labels.get(key).cloned().unwrap_or_default())
             }
-            _ => Err(FieldPathError::SubscriptNotSupported(field_path.to_string())),
+            _ => Err(FieldPathError::SubscriptNotSupported(
+                field_path.to_string(),
+            )),
         };
     }
     let meta = &pod.metadata;

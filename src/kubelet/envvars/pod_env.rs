@@ -176,6 +176,8 @@ impl Fetched {
     }
 }
 
+type IpPredicate = fn(&str) -> bool;
+
 /// Orders pod IPs so the family of the node's primary IP comes first, one
 /// IP per family.
 pub fn sort_pod_ips(pod_ips: &[String], node_ips: &[IpAddr]) -> Vec<String> {
@@ -183,7 +185,7 @@ pub fn sort_pod_ips(pod_ips: &[String], node_ips: &[IpAddr]) -> Vec<String> {
         IpAddr::V4(_) => false,
         IpAddr::V6(v6) => v6.to_ipv4_mapped().is_none(),
     });
-    let (primary, secondary): (fn(&str) -> bool, fn(&str) -> bool) = if prefer_v6 {
+    let (primary, secondary): (IpPredicate, IpPredicate) = if prefer_v6 {
         (is_ipv6_string, is_ipv4_string)
     } else {
         (is_ipv4_string, is_ipv6_string)
@@ -204,10 +206,8 @@ pub fn pod_field_selector_runtime_value(
     pod: &Pod,
     ctx: &EnvContext<'_>,
 ) -> Result<String, EnvError> {
-    let path = convert_downward_api_field_label(
-        fs.api_version.as_deref().unwrap_or(""),
-        &fs.field_path,
-    )?;
+    let path =
+        convert_downward_api_field_label(fs.api_version.as_deref().unwrap_or(""), &fs.field_path)?;
     let pod_ips = sort_pod_ips(ctx.pod_ips, ctx.node_ips);
     let pod_ip = pod_ips.first().map(String::as_str).unwrap_or(ctx.pod_ip);
     let spec = pod.spec.as_ref();
@@ -256,7 +256,10 @@ pub async fn make_environment_variables(
         let prefix = from.prefix.as_deref().unwrap_or("");
         let (kind, name, data) = if let Some(cm) = &from.config_map_ref {
             let optional = cm.optional.unwrap_or(false);
-            match fetched.config_map(ctx, namespace, &cm.name, optional).await? {
+            match fetched
+                .config_map(ctx, namespace, &cm.name, optional)
+                .await?
+            {
                 Lookup::SkipOptional => continue,
                 Lookup::Found(d) => (ObjectKind::ConfigMap, cm.name.as_str(), d.clone()),
             }
@@ -315,7 +318,10 @@ pub async fn make_environment_variables(
                 container_resource_runtime_value(rf, &dpod, &dcontainer)?
             } else if let Some(cm) = &src.config_map_key_ref {
                 let optional = cm.optional.unwrap_or(false);
-                match fetched.config_map(ctx, namespace, &cm.name, optional).await? {
+                match fetched
+                    .config_map(ctx, namespace, &cm.name, optional)
+                    .await?
+                {
                     Lookup::SkipOptional => continue,
                     Lookup::Found(d) => match d.get(&cm.key) {
                         Some(v) => v.clone(),

@@ -1,5 +1,7 @@
 //! Table tests for the container environment.
 
+#![allow(clippy::type_complexity)]
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -62,18 +64,30 @@ fn objects() -> Objects {
     };
     Objects {
         config_maps: [
-            ("cfg".to_string(), map(&[("greeting", "hello"), ("b", "2"), ("a", "1")])),
-            ("bad".to_string(), map(&[("ok", "x"), ("1bad", "y"), ("with space", "z")])),
+            (
+                "cfg".to_string(),
+                map(&[("greeting", "hello"), ("b", "2"), ("a", "1")]),
+            ),
+            (
+                "bad".to_string(),
+                map(&[("ok", "x"), ("1bad", "y"), ("with space", "z")]),
+            ),
         ]
         .into(),
-        secrets: [("sec".to_string(), map(&[("password", "s3cret"), ("user", "me")]))].into(),
+        secrets: [(
+            "sec".to_string(),
+            map(&[("password", "s3cret"), ("user", "me")]),
+        )]
+        .into(),
     }
 }
 
 fn services() -> Vec<Service> {
     vec![
-        serde_json::from_value(json!({"metadata": {"name": "kubernetes", "namespace": "default"},
-            "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443}]}}))
+        serde_json::from_value(
+            json!({"metadata": {"name": "kubernetes", "namespace": "default"},
+            "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443}]}}),
+        )
         .expect("service"),
         serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "app"},
             "spec": {"clusterIP": "10.96.0.5", "ports": [{"port": 80}]}}))
@@ -161,7 +175,12 @@ async fn environment_table() {
             "literals and expansion",
             json!([{"name": "A", "value": "a"}, {"name": "B", "value": "$(A)-b"},
                 {"name": "C", "value": "$$(A) $(UNDEF) $(WEB_SERVICE_HOST)"}, {"name": "D"}]),
-            Ok(vec![("A", "a"), ("B", "a-b"), ("C", "$(A) $(UNDEF) 10.96.0.5"), ("D", "")]),
+            Ok(vec![
+                ("A", "a"),
+                ("B", "a-b"),
+                ("C", "$(A) $(UNDEF) 10.96.0.5"),
+                ("D", ""),
+            ]),
         ),
         (
             "reference to a later variable is not expanded",
@@ -181,9 +200,18 @@ async fn environment_table() {
                 {"name": "HIP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
                 {"name": "PIP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                 {"name": "PIPS", "valueFrom": {"fieldRef": {"fieldPath": "status.podIPs"}}}]),
-            Ok(vec![("N", "p"), ("NS", "app"), ("U", "uid-1"), ("L", "web"), ("AN", "n"),
-                ("NODE", "node1"), ("SA", "sa"), ("HIP", "10.88.0.1"), ("PIP", "10.88.0.5"),
-                ("PIPS", "10.88.0.5,fd00::5")]),
+            Ok(vec![
+                ("N", "p"),
+                ("NS", "app"),
+                ("U", "uid-1"),
+                ("L", "web"),
+                ("AN", "n"),
+                ("NODE", "node1"),
+                ("SA", "sa"),
+                ("HIP", "10.88.0.1"),
+                ("PIP", "10.88.0.5"),
+                ("PIPS", "10.88.0.5,fd00::5"),
+            ]),
         ),
         (
             "unsupported field path",
@@ -298,7 +326,10 @@ async fn service_variables_order_and_links() {
     assert_eq!(got.envs[0].name, "WEB_SERVICE_HOST");
     assert_eq!(got.envs[0].value, "mine");
     assert_eq!(
-        got.envs.iter().filter(|e| e.name == "WEB_SERVICE_HOST").count(),
+        got.envs
+            .iter()
+            .filter(|e| e.name == "WEB_SERVICE_HOST")
+            .count(),
         1
     );
     assert!(got.envs.iter().any(|e| e.name == "KUBERNETES_SERVICE_HOST"));
@@ -331,7 +362,11 @@ async fn preconditions() {
         json!({"name": "c"}),
         json!({"annotations": {"kubernetes.io/config.source": "file"}}),
     );
-    assert!(make_environment_variables(&static_pod, &sc, &ctx).await.is_ok());
+    assert!(
+        make_environment_variables(&static_pod, &sc, &ctx)
+            .await
+            .is_ok()
+    );
 
     let mut unset = pod.clone();
     if let Some(s) = unset.spec.as_mut() {
@@ -361,7 +396,11 @@ async fn preconditions() {
 fn pod_ip_sorting_table() {
     let v4: IpAddr = "10.0.0.1".parse().expect("ip");
     let v6: IpAddr = "fd00::1".parse().expect("ip");
-    let ips = vec!["fd00::5".to_string(), "10.0.0.5".to_string(), "10.0.0.6".to_string()];
+    let ips = vec![
+        "fd00::5".to_string(),
+        "10.0.0.5".to_string(),
+        "10.0.0.6".to_string(),
+    ];
     let cases: Vec<(Vec<IpAddr>, Vec<&str>)> = vec![
         (vec![], vec!["10.0.0.5", "fd00::5"]),
         (vec![v4], vec!["10.0.0.5", "fd00::5"]),

@@ -27,7 +27,10 @@ fn parse(field: &str, q: &ApiQuantity) -> Result<Quantity, ResourceFieldError> {
     })
 }
 
-fn lookup(list: Option<&BTreeMap<String, ApiQuantity>>, name: &str) -> Result<Quantity, ResourceFieldError> {
+fn lookup(
+    list: Option<&BTreeMap<String, ApiQuantity>>,
+    name: &str,
+) -> Result<Quantity, ResourceFieldError> {
     match list.and_then(|l| l.get(name)) {
         Some(q) => parse(name, q),
         None => Ok(Quantity::from_decimal(0)),
@@ -88,10 +91,12 @@ pub fn extract_container_resource_value(
 
 fn find_container<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
     let spec = pod.spec.as_ref()?;
-    spec.containers
-        .iter()
-        .find(|c| c.name == name)
-        .or_else(|| spec.init_containers.iter().flatten().find(|c| c.name == name))
+    spec.containers.iter().find(|c| c.name == name).or_else(|| {
+        spec.init_containers
+            .iter()
+            .flatten()
+            .find(|c| c.name == name)
+    })
 }
 
 /// The value of `fs`: of the named container when `containerName` is set,
@@ -113,18 +118,21 @@ pub fn container_resource_runtime_value(
 
 /// Fills unset or zero cpu, memory and ephemeral-storage limits of
 /// `container` from the node's allocatable resources.
-pub fn merge_container_resource_limits(container: &mut Container, allocatable: &BTreeMap<String, ApiQuantity>) {
+pub fn merge_container_resource_limits(
+    container: &mut Container,
+    allocatable: &BTreeMap<String, ApiQuantity>,
+) {
     let resources = container.resources.get_or_insert_with(Default::default);
     let limits = resources.limits.get_or_insert_with(BTreeMap::new);
     for name in ["cpu", "memory", "ephemeral-storage"] {
         let unset = match limits.get(name) {
             None => true,
-            Some(q) => quantity::parse(q.0.trim()).map(|v| v.is_zero()).unwrap_or(false),
+            Some(q) => quantity::parse(q.0.trim())
+                .map(|v| v.is_zero())
+                .unwrap_or(false),
         };
-        if unset {
-            if let Some(cap) = allocatable.get(name) {
-                limits.insert(name.to_string(), cap.clone());
-            }
+        if unset && let Some(cap) = allocatable.get(name) {
+            limits.insert(name.to_string(), cap.clone());
         }
     }
 }
@@ -204,7 +212,10 @@ mod tests {
         .into();
         let a = pod.spec.as_ref().expect("spec").containers[0].clone();
         let (dp, dc) = default_pod_limits_for_downward_api(&pod, &a, &allocatable);
-        assert_eq!(extract_container_resource_value(&sel("limits.cpu", None), &dc), Ok("2".into()));
+        assert_eq!(
+            extract_container_resource_value(&sel("limits.cpu", None), &dc),
+            Ok("2".into())
+        );
         assert_eq!(
             extract_container_resource_value(&sel("limits.memory", Some("1Mi")), &dc),
             Ok("1024".into())
@@ -212,10 +223,16 @@ mod tests {
         // Another regular container by name: defaulted too (cpu 0 counts as unset).
         let mut by_name = sel("limits.cpu", None);
         by_name.container_name = Some("b".into());
-        assert_eq!(container_resource_runtime_value(&by_name, &dp, &dc), Ok("2".into()));
+        assert_eq!(
+            container_resource_runtime_value(&by_name, &dp, &dc),
+            Ok("2".into())
+        );
         // An init container by name: not defaulted.
         by_name.container_name = Some("i".into());
-        assert_eq!(container_resource_runtime_value(&by_name, &dp, &dc), Ok("0".into()));
+        assert_eq!(
+            container_resource_runtime_value(&by_name, &dp, &dc),
+            Ok("0".into())
+        );
         by_name.container_name = Some("zzz".into());
         assert!(container_resource_runtime_value(&by_name, &dp, &dc).is_err());
     }

@@ -77,7 +77,11 @@ pub fn from_services(services: &[&Service]) -> Vec<EnvVar> {
     out
 }
 
-fn link_variables(prefix: &str, ip: &str, ports: &[k8s_openapi::api::core::v1::ServicePort]) -> Vec<EnvVar> {
+fn link_variables(
+    prefix: &str,
+    ip: &str,
+    ports: &[k8s_openapi::api::core::v1::ServicePort],
+) -> Vec<EnvVar> {
     let mut all = Vec::new();
     for (i, sp) in ports.iter().enumerate() {
         let protocol = sp
@@ -93,7 +97,10 @@ fn link_variables(prefix: &str, ip: &str, ports: &[k8s_openapi::api::core::v1::S
         let port_prefix = format!("{prefix}_PORT_{}_{}", sp.port, protocol.to_uppercase());
         all.push(EnvVar::new(port_prefix.clone(), url));
         all.push(EnvVar::new(format!("{port_prefix}_PROTO"), lower));
-        all.push(EnvVar::new(format!("{port_prefix}_PORT"), sp.port.to_string()));
+        all.push(EnvVar::new(
+            format!("{port_prefix}_PORT"),
+            sp.port.to_string(),
+        ));
         all.push(EnvVar::new(format!("{port_prefix}_ADDR"), ip));
     }
     all
@@ -146,7 +153,9 @@ mod tests {
     }
 
     fn pairs(v: &[EnvVar]) -> Vec<(String, String)> {
-        v.iter().map(|e| (e.name.clone(), e.value.clone())).collect()
+        v.iter()
+            .map(|e| (e.name.clone(), e.value.clone()))
+            .collect()
     }
 
     #[test]
@@ -219,11 +228,35 @@ mod tests {
         ];
         let has = |v: &[EnvVar], n: &str| v.iter().any(|e| e.name == n);
         let cases: &[(&str, bool, &[&str], &[&str])] = &[
-            ("app", true, &["KUBERNETES_SERVICE_HOST", "WEB_SERVICE_HOST"],
-                &["OTHER_SERVICE_HOST", "HEADLESS_SERVICE_HOST", "NOIP_SERVICE_HOST", "DB_SERVICE_HOST"]),
-            ("app", false, &["KUBERNETES_SERVICE_HOST"], &["WEB_SERVICE_HOST"]),
-            ("default", true, &["KUBERNETES_SERVICE_HOST", "OTHER_SERVICE_HOST"], &["WEB_SERVICE_HOST"]),
-            ("default", false, &["KUBERNETES_SERVICE_HOST"], &["OTHER_SERVICE_HOST"]),
+            (
+                "app",
+                true,
+                &["KUBERNETES_SERVICE_HOST", "WEB_SERVICE_HOST"],
+                &[
+                    "OTHER_SERVICE_HOST",
+                    "HEADLESS_SERVICE_HOST",
+                    "NOIP_SERVICE_HOST",
+                    "DB_SERVICE_HOST",
+                ],
+            ),
+            (
+                "app",
+                false,
+                &["KUBERNETES_SERVICE_HOST"],
+                &["WEB_SERVICE_HOST"],
+            ),
+            (
+                "default",
+                true,
+                &["KUBERNETES_SERVICE_HOST", "OTHER_SERVICE_HOST"],
+                &["WEB_SERVICE_HOST"],
+            ),
+            (
+                "default",
+                false,
+                &["KUBERNETES_SERVICE_HOST"],
+                &["OTHER_SERVICE_HOST"],
+            ),
         ];
         for (ns, links, present, absent) in cases {
             let got = service_env_vars(&services, ns, *links, "default");
@@ -245,11 +278,17 @@ mod tests {
             svc("app", "kubernetes", "10.0.0.9", https.clone()),
         ];
         let got = service_env_vars(&services, "app", true, "default");
-        let host = got.iter().find(|e| e.name == "KUBERNETES_SERVICE_HOST").map(|e| e.value.clone());
+        let host = got
+            .iter()
+            .find(|e| e.name == "KUBERNETES_SERVICE_HOST")
+            .map(|e| e.value.clone());
         assert_eq!(host.as_deref(), Some("10.0.0.9"));
         // Without links the master one is used.
         let got = service_env_vars(&services, "app", false, "default");
-        let host = got.iter().find(|e| e.name == "KUBERNETES_SERVICE_HOST").map(|e| e.value.clone());
+        let host = got
+            .iter()
+            .find(|e| e.name == "KUBERNETES_SERVICE_HOST")
+            .map(|e| e.value.clone());
         assert_eq!(host.as_deref(), Some("10.96.0.1"));
     }
 }

@@ -119,17 +119,19 @@ pub fn generate_linux_container_config(
         params.settings,
         params.extra_supplemental_groups,
     );
-    if let (Some(target), Some(ns)) = (params.ns_target_container_id, sc.namespace_options.as_mut()) {
-        if ns.pid == NamespaceMode::Container as i32 {
-            ns.pid = NamespaceMode::Target as i32;
-            ns.target_id = target.to_string();
-        }
+    if let (Some(target), Some(ns)) = (params.ns_target_container_id, sc.namespace_options.as_mut())
+        && ns.pid == NamespaceMode::Container as i32
+    {
+        ns.pid = NamespaceMode::Target as i32;
+        ns.target_id = target.to_string();
     }
     let mut resources = container_linux_resources(container.resources.as_ref(), params.settings);
     resources.oom_score_adj =
         get_container_oom_score_adjust(pod, container, params.settings.memory_capacity);
-    resources.hugepage_limits =
-        hugepage_limits(container.resources.as_ref(), &params.settings.hugepage_sizes);
+    resources.hugepage_limits = hugepage_limits(
+        container.resources.as_ref(),
+        &params.settings.hugepage_sizes,
+    );
     LinuxContainerConfig {
         resources: Some(resources),
         security_context: Some(sc),

@@ -25,13 +25,19 @@ fn settings() -> RuntimeSettings {
 
 #[test]
 fn fields_from_spec_and_options() {
-    let (p, c) = pod(json!({"name": "app", "image": "busybox", "command": ["sh", "-c", "echo $(GREETING)"],
+    let (p, c) = pod(
+        json!({"name": "app", "image": "busybox", "command": ["sh", "-c", "echo $(GREETING)"],
         "args": ["$(MISSING)", "$$(GREETING)"], "workingDir": "/w", "stdin": true, "stdinOnce": true, "tty": true,
         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-        "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"cpu": "1", "hugepages-2Mi": "4Mi"}}}));
+        "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"cpu": "1", "hugepages-2Mi": "4Mi"}}}),
+    );
     let opts = RunContainerOptions {
         envs: vec![EnvVar::new("GREETING", "hi")],
-        devices: vec![DeviceInfo { path_on_host: "/dev/fuse".into(), path_in_container: "/dev/fuse".into(), permissions: "rwm".into() }],
+        devices: vec![DeviceInfo {
+            path_on_host: "/dev/fuse".into(),
+            path_in_container: "/dev/fuse".into(),
+            permissions: "rwm".into(),
+        }],
         pod_container_dir: Some(PathBuf::from("/var/lib/kubelet/pods/u1/containers/app")),
         ..Default::default()
     };
@@ -48,31 +54,86 @@ fn fields_from_spec_and_options() {
     };
     let g = generate_container_config(&c, &p, &params).expect("config");
     let cfg = &g.config;
-    assert_eq!(cfg.metadata, Some(ContainerMetadata { name: "app".into(), attempt: 3 }));
-    assert_eq!(cfg.image.as_ref().map(|i| i.image.as_str()), Some("sha256:abc"));
+    assert_eq!(
+        cfg.metadata,
+        Some(ContainerMetadata {
+            name: "app".into(),
+            attempt: 3
+        })
+    );
+    assert_eq!(
+        cfg.image.as_ref().map(|i| i.image.as_str()),
+        Some("sha256:abc")
+    );
     assert_eq!(cfg.command, vec!["sh", "-c", "echo hi"]);
     assert_eq!(cfg.args, vec!["$(MISSING)", "$(GREETING)"]);
     assert_eq!(cfg.working_dir, "/w");
-    assert_eq!(cfg.envs, vec![KeyValue { key: "GREETING".into(), value: "hi".into() }]);
+    assert_eq!(
+        cfg.envs,
+        vec![KeyValue {
+            key: "GREETING".into(),
+            value: "hi".into()
+        }]
+    );
     assert_eq!(cfg.devices.len(), 1);
     assert_eq!(cfg.log_path, "app/3.log");
     assert!(cfg.stdin && cfg.stdin_once && cfg.tty);
-    assert_eq!(cfg.annotations.get("io.kubernetes.container.restartCount").map(String::as_str), Some("3"));
-    assert_eq!(g.log_directory, PathBuf::from("/var/log/pods/ns_web_u1/app"));
+    assert_eq!(
+        cfg.annotations
+            .get("io.kubernetes.container.restartCount")
+            .map(String::as_str),
+        Some("3")
+    );
+    assert_eq!(
+        g.log_directory,
+        PathBuf::from("/var/log/pods/ns_web_u1/app")
+    );
 
     let tlog = g.termination_log.clone().expect("termination log");
     let file = tlog.file_name().and_then(|f| f.to_str()).expect("name");
-    assert_eq!(tlog.parent(), Some(std::path::Path::new("/var/lib/kubelet/pods/u1/containers/app")));
-    assert!(file.len() == 8 && file.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{file}");
+    assert_eq!(
+        tlog.parent(),
+        Some(std::path::Path::new(
+            "/var/lib/kubelet/pods/u1/containers/app"
+        ))
+    );
+    assert!(
+        file.len() == 8
+            && file
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+        "{file}"
+    );
     let last = cfg.mounts.last().expect("mount");
-    assert_eq!((last.container_path.as_str(), last.host_path.as_str(), last.readonly), ("/dev/termination-log", tlog.to_str().expect("utf8"), false));
+    assert_eq!(
+        (
+            last.container_path.as_str(),
+            last.host_path.as_str(),
+            last.readonly
+        ),
+        ("/dev/termination-log", tlog.to_str().expect("utf8"), false)
+    );
 
     let linux = cfg.linux.clone().expect("linux");
     let r = linux.resources.expect("resources");
-    assert_eq!((r.cpu_shares, r.cpu_quota, r.cpu_period, r.memory_limit_in_bytes), (256, 100_000, 100_000, 0));
+    assert_eq!(
+        (
+            r.cpu_shares,
+            r.cpu_quota,
+            r.cpu_period,
+            r.memory_limit_in_bytes
+        ),
+        (256, 100_000, 100_000, 0)
+    );
     // Burstable, 1Gi of 4Gi requested.
     assert_eq!(r.oom_score_adj, 750);
-    assert_eq!(r.hugepage_limits.iter().map(|h| (h.page_size.as_str(), h.limit)).collect::<Vec<_>>(), vec![("2MB", 4 << 20)]);
+    assert_eq!(
+        r.hugepage_limits
+            .iter()
+            .map(|h| (h.page_size.as_str(), h.limit))
+            .collect::<Vec<_>>(),
+        vec![("2MB", 4 << 20)]
+    );
 }
 
 #[test]
@@ -91,8 +152,16 @@ fn ephemeral_target_and_non_root() {
         settings: &s,
     };
     let g = generate_container_config(&c, &p, &params).expect("config");
-    let ns = g.config.linux.and_then(|l| l.security_context).and_then(|s| s.namespace_options).expect("ns");
-    assert_eq!((ns.pid, ns.target_id.as_str()), (NamespaceMode::Target as i32, "abc123"));
+    let ns = g
+        .config
+        .linux
+        .and_then(|l| l.security_context)
+        .and_then(|s| s.namespace_options)
+        .expect("ns");
+    assert_eq!(
+        (ns.pid, ns.target_id.as_str()),
+        (NamespaceMode::Target as i32, "abc123")
+    );
     assert!(g.termination_log.is_none());
     assert!(g.config.mounts.is_empty());
 
@@ -121,7 +190,10 @@ fn selinux_relabel_only_when_enabled() {
     };
     let user = ImageUser::root();
     for enabled in [false, true] {
-        let s = RuntimeSettings { selinux_enabled: enabled, ..settings() };
+        let s = RuntimeSettings {
+            selinux_enabled: enabled,
+            ..settings()
+        };
         let params = ContainerParams {
             restart_count: 0,
             image_ref: "img",
@@ -134,7 +206,10 @@ fn selinux_relabel_only_when_enabled() {
         let g = generate_container_config(&c, &p, &params).expect("config");
         let relabels: Vec<bool> = g.config.mounts.iter().map(|m| m.selinux_relabel).collect();
         assert_eq!(relabels, vec![enabled, enabled]);
-        assert_eq!(g.config.mounts[0].propagation, crate::cri::api::MountPropagation::PropagationBidirectional as i32);
+        assert_eq!(
+            g.config.mounts[0].propagation,
+            crate::cri::api::MountPropagation::PropagationBidirectional as i32
+        );
         assert!(g.config.mounts[0].readonly);
     }
 }

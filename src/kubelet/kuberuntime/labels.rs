@@ -119,14 +119,21 @@ pub fn new_container_annotations(
     {
         a.insert(POD_TERMINATION_GRACE_PERIOD_LABEL.into(), g.to_string());
     }
-    if let Some(pre_stop) = container.lifecycle.as_ref().and_then(|l| l.pre_stop.as_ref()) {
+    if let Some(pre_stop) = container
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.pre_stop.as_ref())
+    {
         a.insert(
             CONTAINER_PRE_STOP_HANDLER_LABEL.into(),
             lifecycle_handler_to_go_json(pre_stop),
         );
     }
     if let Some(ports) = container.ports.as_deref().filter(|p| !p.is_empty()) {
-        a.insert(CONTAINER_PORTS_LABEL.into(), container_ports_to_go_json(ports));
+        a.insert(
+            CONTAINER_PORTS_LABEL.into(),
+            container_ports_to_go_json(ports),
+        );
     }
     a
 }
@@ -168,7 +175,11 @@ fn string_value(labels: &HashMap<String, String>, key: &str) -> String {
     match labels.get(key) {
         Some(v) => v.clone(),
         None => {
-            crate::vlog!(3, label = key, "container does not have the requested label, it may be an old or invalid container");
+            crate::vlog!(
+                3,
+                label = key,
+                "container does not have the requested label, it may be an old or invalid container"
+            );
             String::new()
         }
     }
@@ -182,7 +193,9 @@ pub fn get_pod_sandbox_info_from_labels(labels: &HashMap<String, String>) -> Lab
             .filter(|(k, _)| {
                 !matches!(
                     k.as_str(),
-                    KUBERNETES_POD_NAME_LABEL | KUBERNETES_POD_NAMESPACE_LABEL | KUBERNETES_POD_UID_LABEL
+                    KUBERNETES_POD_NAME_LABEL
+                        | KUBERNETES_POD_NAMESPACE_LABEL
+                        | KUBERNETES_POD_UID_LABEL
                 )
             })
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -227,8 +240,14 @@ pub fn get_container_info_from_annotations(a: &HashMap<String, String>) -> Annot
         }
     }
     for (key, slot) in [
-        (POD_DELETION_GRACE_PERIOD_LABEL, &mut info.pod_deletion_grace_period),
-        (POD_TERMINATION_GRACE_PERIOD_LABEL, &mut info.pod_termination_grace_period),
+        (
+            POD_DELETION_GRACE_PERIOD_LABEL,
+            &mut info.pod_deletion_grace_period,
+        ),
+        (
+            POD_TERMINATION_GRACE_PERIOD_LABEL,
+            &mut info.pod_termination_grace_period,
+        ),
     ] {
         if let Some(v) = a.get(key) {
             match v.parse::<i64>() {

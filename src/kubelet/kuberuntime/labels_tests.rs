@@ -26,13 +26,27 @@ fn sandbox_labels_and_annotations() {
     let labels = new_pod_labels(&p);
     assert_eq!(labels.get("app").map(String::as_str), Some("a"));
     // The kubelet's own keys override the pod's.
-    assert_eq!(labels.get(KUBERNETES_POD_NAME_LABEL).map(String::as_str), Some("web"));
-    assert_eq!(labels.get(KUBERNETES_POD_NAMESPACE_LABEL).map(String::as_str), Some("ns"));
-    assert_eq!(labels.get(KUBERNETES_POD_UID_LABEL).map(String::as_str), Some("uid-1"));
+    assert_eq!(
+        labels.get(KUBERNETES_POD_NAME_LABEL).map(String::as_str),
+        Some("web")
+    );
+    assert_eq!(
+        labels
+            .get(KUBERNETES_POD_NAMESPACE_LABEL)
+            .map(String::as_str),
+        Some("ns")
+    );
+    assert_eq!(
+        labels.get(KUBERNETES_POD_UID_LABEL).map(String::as_str),
+        Some("uid-1")
+    );
     let info = get_pod_sandbox_info_from_labels(&labels);
     assert_eq!(info.pod_name, "web");
     assert_eq!(info.pod_uid, "uid-1");
-    assert_eq!(info.labels, BTreeMap::from([("app".to_string(), "a".to_string())]));
+    assert_eq!(
+        info.labels,
+        BTreeMap::from([("app".to_string(), "a".to_string())])
+    );
     assert_eq!(
         new_pod_annotations(&p),
         HashMap::from([("note".to_string(), "x".to_string())])
@@ -62,21 +76,34 @@ fn container_annotations_round_trip() {
     let c = &p.spec.as_ref().expect("spec").containers[0];
     let opts = RunContainerOptions {
         annotations: vec![
-            Annotation { name: "device.example/x".into(), value: "1".into() },
-            Annotation { name: CONTAINER_RESTART_COUNT_LABEL.into(), value: "99".into() },
+            Annotation {
+                name: "device.example/x".into(),
+                value: "1".into(),
+            },
+            Annotation {
+                name: CONTAINER_RESTART_COUNT_LABEL.into(),
+                value: "99".into(),
+            },
         ],
         ..Default::default()
     };
     let a = new_container_annotations(c, &p, 3, &opts);
     assert_eq!(a.get("device.example/x").map(String::as_str), Some("1"));
-    assert_eq!(a.get(CONTAINER_RESTART_COUNT_LABEL).map(String::as_str), Some("3"));
+    assert_eq!(
+        a.get(CONTAINER_RESTART_COUNT_LABEL).map(String::as_str),
+        Some("3")
+    );
     assert_eq!(
         a.get(CONTAINER_PRE_STOP_HANDLER_LABEL).map(String::as_str),
-        Some(r#"{"httpGet":{"path":"/stop","port":"http","scheme":"HTTP","httpHeaders":[{"name":"X-Reason","value":"\u003cstop\u003e"}]}}"#)
+        Some(
+            r#"{"httpGet":{"path":"/stop","port":"http","scheme":"HTTP","httpHeaders":[{"name":"X-Reason","value":"\u003cstop\u003e"}]}}"#
+        )
     );
     assert_eq!(
         a.get(CONTAINER_PORTS_LABEL).map(String::as_str),
-        Some(r#"[{"name":"http","containerPort":80,"protocol":"TCP"},{"hostPort":5353,"containerPort":53,"protocol":"UDP","hostIP":"127.0.0.1"}]"#)
+        Some(
+            r#"[{"name":"http","containerPort":80,"protocol":"TCP"},{"hostPort":5353,"containerPort":53,"protocol":"UDP","hostIP":"127.0.0.1"}]"#
+        )
     );
     let info = get_container_info_from_annotations(&a);
     assert_eq!(info.hash, hash_container(c));
@@ -128,9 +155,15 @@ fn reference_annotations_parse() {
     // Annotations as the Go kubelet wrote them for the guaranteed pod.
     let a: HashMap<String, String> = [
         ("io.kubernetes.container.hash", "3d78d44b"),
-        ("io.kubernetes.container.preStopHandler", r#"{"exec":{"command":["/bin/sh","-c","sleep 1"]}}"#),
+        (
+            "io.kubernetes.container.preStopHandler",
+            r#"{"exec":{"command":["/bin/sh","-c","sleep 1"]}}"#,
+        ),
         ("io.kubernetes.container.restartCount", "0"),
-        ("io.kubernetes.container.terminationMessagePath", "/dev/termination-log"),
+        (
+            "io.kubernetes.container.terminationMessagePath",
+            "/dev/termination-log",
+        ),
         ("io.kubernetes.container.terminationMessagePolicy", "File"),
         ("io.kubernetes.pod.terminationGracePeriod", "5"),
     ]

@@ -27,7 +27,12 @@ pub fn build_pod_logs_directory(namespace: &str, name: &str, uid: &str) -> PathB
 }
 
 /// `/var/log/pods/<ns>_<name>_<uid>/<container>`.
-pub fn build_container_logs_directory(namespace: &str, name: &str, uid: &str, container: &str) -> PathBuf {
+pub fn build_container_logs_directory(
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    container: &str,
+) -> PathBuf {
     build_pod_logs_directory(namespace, name, uid).join(container)
 }
 
@@ -38,7 +43,12 @@ pub fn build_container_log_path(container: &str, restart_count: u32) -> String {
 }
 
 /// The legacy symlink for a container, its name capped to 255 bytes.
-pub fn legacy_log_symlink(container_id: &str, container: &str, pod_name: &str, pod_namespace: &str) -> PathBuf {
+pub fn legacy_log_symlink(
+    container_id: &str,
+    container: &str,
+    pod_name: &str,
+    pod_namespace: &str,
+) -> PathBuf {
     let suffix = format!(".{LEGACY_LOG_SUFFIX}");
     let mut name = format!("{pod_name}_{pod_namespace}_{container}-{container_id}");
     let max = EXT4_MAX_FILE_NAME_LEN - suffix.len();
@@ -90,10 +100,15 @@ mod tests {
         let link = legacy_log_symlink(id, "app", "besteffort", "refpack");
         assert_eq!(
             link,
-            PathBuf::from(format!("/var/log/containers/besteffort_refpack_app-{id}.log"))
+            PathBuf::from(format!(
+                "/var/log/containers/besteffort_refpack_app-{id}.log"
+            ))
         );
         let name = link.file_name().and_then(|n| n.to_str()).expect("name");
-        assert_eq!(container_id_from_legacy_log_symlink(name).as_deref(), Ok(id));
+        assert_eq!(
+            container_id_from_legacy_log_symlink(name).as_deref(),
+            Ok(id)
+        );
 
         let long = "x".repeat(300);
         let capped = legacy_log_symlink(id, &long, "p", "ns");

@@ -54,11 +54,13 @@ pub fn calculate_linux_resources(
     memory_limit: &Quantity,
     settings: &RuntimeSettings,
 ) -> LinuxContainerResources {
-    let mut r = LinuxContainerResources::default();
-    r.cpu_shares = if cpu_request.is_zero() && !cpu_limit.is_zero() {
-        milli_cpu_to_shares(cpu_limit.milli_value())
-    } else {
-        milli_cpu_to_shares(cpu_request.milli_value())
+    let mut r = LinuxContainerResources {
+        cpu_shares: if cpu_request.is_zero() && !cpu_limit.is_zero() {
+            milli_cpu_to_shares(cpu_limit.milli_value())
+        } else {
+            milli_cpu_to_shares(cpu_request.milli_value())
+        },
+        ..Default::default()
     };
     let mem = memory_limit.value();
     if mem != 0 {
@@ -106,7 +108,9 @@ pub fn hugepage_unit_size_from_byte_size(size: i64) -> Result<String, String> {
 
 /// The page sizes named by `/sys/kernel/mm/hugepages` entries
 /// (`hugepages-2048kB` → `2MB`), in the order given; other names are skipped.
-pub fn hugepage_sizes_from_sysfs_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub fn hugepage_sizes_from_sysfs_names<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
     let mut out = Vec::new();
     for name in names {
         let Some(kb) = name
@@ -142,9 +146,16 @@ pub fn read_hugepage_sizes(sysfs_hugepages: &Path) -> Vec<String> {
 
 /// A limit for every machine page size: the container's hugepages-<size>
 /// limit where it sets one, else 0.
-pub fn hugepage_limits(resources: Option<&ResourceRequirements>, page_sizes: &[String]) -> Vec<HugepageLimit> {
+pub fn hugepage_limits(
+    resources: Option<&ResourceRequirements>,
+    page_sizes: &[String],
+) -> Vec<HugepageLimit> {
     let mut required: BTreeMap<String, u64> = BTreeMap::new();
-    for (name, amount) in resources.and_then(|r| r.limits.as_ref()).into_iter().flatten() {
+    for (name, amount) in resources
+        .and_then(|r| r.limits.as_ref())
+        .into_iter()
+        .flatten()
+    {
         let Some(size) = name.strip_prefix("hugepages-") else {
             continue;
         };

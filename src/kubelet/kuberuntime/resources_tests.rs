@@ -1,5 +1,7 @@
 //! Table tests for CRI resources.
 
+#![allow(clippy::type_complexity)]
+
 use super::*;
 use serde_json::json;
 
@@ -9,39 +11,112 @@ fn q(s: &str) -> Quantity {
 
 #[test]
 fn shares_and_quota_table() {
-    let shares: &[(i64, i64)] = &[(0, 2), (1, 2), (2, 2), (100, 102), (500, 512), (1000, 1024),
-        (2000, 2048), (300_000, 262_144)];
+    let shares: &[(i64, i64)] = &[
+        (0, 2),
+        (1, 2),
+        (2, 2),
+        (100, 102),
+        (500, 512),
+        (1000, 1024),
+        (2000, 2048),
+        (300_000, 262_144),
+    ];
     for (milli, want) in shares {
         assert_eq!(milli_cpu_to_shares(*milli), *want, "shares for {milli}m");
     }
-    let quota: &[(i64, i64, i64)] = &[(0, 100_000, 0), (5, 100_000, 1000), (9, 100_000, 1000),
-        (10, 100_000, 1000), (200, 100_000, 20_000), (500, 100_000, 50_000), (1000, 100_000, 100_000),
-        (1500, 100_000, 150_000), (1500, 50_000, 75_000)];
+    let quota: &[(i64, i64, i64)] = &[
+        (0, 100_000, 0),
+        (5, 100_000, 1000),
+        (9, 100_000, 1000),
+        (10, 100_000, 1000),
+        (200, 100_000, 20_000),
+        (500, 100_000, 50_000),
+        (1000, 100_000, 100_000),
+        (1500, 100_000, 150_000),
+        (1500, 50_000, 75_000),
+    ];
     for (milli, period, want) in quota {
-        assert_eq!(milli_cpu_to_quota(*milli, *period), *want, "quota for {milli}m/{period}");
+        assert_eq!(
+            milli_cpu_to_quota(*milli, *period),
+            *want,
+            "quota for {milli}m/{period}"
+        );
     }
 }
 
 #[test]
 fn linux_resources_table() {
     let on = RuntimeSettings::default();
-    let off = RuntimeSettings { cpu_cfs_quota: false, ..Default::default() };
-    let cases: Vec<(&str, &str, &str, &str, &RuntimeSettings, (i64, i64, i64, i64))> = vec![
-        ("guaranteed reference", "500m", "500m", "128Mi", &on, (100_000, 50_000, 512, 134_217_728)),
-        ("burstable reference", "100m", "1", "256Mi", &on, (100_000, 100_000, 102, 268_435_456)),
-        ("best effort reference", "0", "0", "0", &on, (100_000, 0, 2, 0)),
-        ("limit without request takes the limit's shares", "0", "2", "0", &on, (100_000, 200_000, 2048, 0)),
-        ("quota disabled", "100m", "1", "1Gi", &off, (0, 0, 102, 1 << 30)),
+    let off = RuntimeSettings {
+        cpu_cfs_quota: false,
+        ..Default::default()
+    };
+    let cases: Vec<(
+        &str,
+        &str,
+        &str,
+        &str,
+        &RuntimeSettings,
+        (i64, i64, i64, i64),
+    )> = vec![
+        (
+            "guaranteed reference",
+            "500m",
+            "500m",
+            "128Mi",
+            &on,
+            (100_000, 50_000, 512, 134_217_728),
+        ),
+        (
+            "burstable reference",
+            "100m",
+            "1",
+            "256Mi",
+            &on,
+            (100_000, 100_000, 102, 268_435_456),
+        ),
+        (
+            "best effort reference",
+            "0",
+            "0",
+            "0",
+            &on,
+            (100_000, 0, 2, 0),
+        ),
+        (
+            "limit without request takes the limit's shares",
+            "0",
+            "2",
+            "0",
+            &on,
+            (100_000, 200_000, 2048, 0),
+        ),
+        (
+            "quota disabled",
+            "100m",
+            "1",
+            "1Gi",
+            &off,
+            (0, 0, 102, 1 << 30),
+        ),
     ];
     for (name, req, lim, mem, settings, (period, quota, shares, memory)) in cases {
         let r = calculate_linux_resources(&q(req), &q(lim), &q(mem), settings);
         assert_eq!(
-            (r.cpu_period, r.cpu_quota, r.cpu_shares, r.memory_limit_in_bytes),
+            (
+                r.cpu_period,
+                r.cpu_quota,
+                r.cpu_shares,
+                r.memory_limit_in_bytes
+            ),
             (period, quota, shares, memory),
             "case {name}"
         );
     }
-    let custom = RuntimeSettings { cpu_cfs_quota_period_us: 50_000, ..Default::default() };
+    let custom = RuntimeSettings {
+        cpu_cfs_quota_period_us: 50_000,
+        ..Default::default()
+    };
     let r = calculate_linux_resources(&q("0"), &q("500m"), &q("0"), &custom);
     assert_eq!((r.cpu_period, r.cpu_quota), (50_000, 25_000));
 }
@@ -65,7 +140,13 @@ fn hugepage_unit_table() {
 
 #[test]
 fn sysfs_names_table() {
-    let got = hugepage_sizes_from_sysfs_names(["hugepages-2048kB", "hugepages-1048576kB", "hugepages-64kB", "other", "hugepages-xkB"]);
+    let got = hugepage_sizes_from_sysfs_names([
+        "hugepages-2048kB",
+        "hugepages-1048576kB",
+        "hugepages-64kB",
+        "other",
+        "hugepages-xkB",
+    ]);
     assert_eq!(got, vec!["2MB", "1GB", "64KB"]);
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join("hugepages-2048kB")).expect("mkdir");
@@ -84,8 +165,14 @@ fn hugepage_limits_table() {
         .into_iter()
         .map(|h| (h.page_size, h.limit))
         .collect();
-    assert_eq!(got, vec![("2MB".to_string(), 6 << 20), ("1GB".to_string(), 0)]);
-    let none: Vec<u64> = hugepage_limits(None, &sizes).into_iter().map(|h| h.limit).collect();
+    assert_eq!(
+        got,
+        vec![("2MB".to_string(), 6 << 20), ("1GB".to_string(), 0)]
+    );
+    let none: Vec<u64> = hugepage_limits(None, &sizes)
+        .into_iter()
+        .map(|h| h.limit)
+        .collect();
     assert_eq!(none, vec![0, 0]);
     assert!(hugepage_limits(None, &[]).is_empty());
 }
@@ -104,7 +191,12 @@ fn sandbox_resources_table() {
     let r = sandbox_resources(&pod, &s);
     // requests: cpu max(300m, 2) = 2; limits: cpu max(1, 500m) = 1, memory 320Mi.
     assert_eq!(
-        (r.cpu_shares, r.cpu_quota, r.cpu_period, r.memory_limit_in_bytes),
+        (
+            r.cpu_shares,
+            r.cpu_quota,
+            r.cpu_period,
+            r.memory_limit_in_bytes
+        ),
         (2048, 100_000, 100_000, 320 << 20)
     );
     let o = overhead_resources(&pod, &s);
@@ -112,8 +204,12 @@ fn sandbox_resources_table() {
         (o.cpu_shares, o.cpu_quota, o.memory_limit_in_bytes),
         (256, 25_000, 120 << 20)
     );
-    let bare: Pod = serde_json::from_value(json!({"spec": {"containers": [{"name": "a"}]}})).expect("pod");
-    assert_eq!(overhead_resources(&bare, &s), LinuxContainerResources::default());
+    let bare: Pod =
+        serde_json::from_value(json!({"spec": {"containers": [{"name": "a"}]}})).expect("pod");
+    assert_eq!(
+        overhead_resources(&bare, &s),
+        LinuxContainerResources::default()
+    );
     let r = sandbox_resources(&bare, &s);
     assert_eq!((r.cpu_shares, r.cpu_quota, r.cpu_period), (2, 0, 100_000));
 }

@@ -17,8 +17,12 @@ use crate::kubelet::container::helpers::{ExpandError, expand_container_volume_mo
 use crate::kubelet::container::{
     Annotation, DeviceInfo, EnvVar, Mount, RunContainerOptions, SubPathMount,
 };
-use crate::kubelet::hosts::{ETC_HOSTS_PATH, HostsError, make_hosts_mount, should_mount_hosts_file};
-use crate::kubelet::network::dns::{HostnameError, generate_pod_hostname_and_domain, nodename_for_kernel};
+use crate::kubelet::hosts::{
+    ETC_HOSTS_PATH, HostsError, make_hosts_mount, should_mount_hosts_file,
+};
+use crate::kubelet::network::dns::{
+    HostnameError, generate_pod_hostname_and_domain, nodename_for_kernel,
+};
 
 /// The kubelet reason for every error here.
 pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
@@ -84,7 +88,9 @@ pub struct RunOptionsParams<'a> {
 }
 
 /// The container's CRI propagation mode.
-pub fn translate_mount_propagation(mode: Option<&str>) -> Result<MountPropagation, RunOptionsError> {
+pub fn translate_mount_propagation(
+    mode: Option<&str>,
+) -> Result<MountPropagation, RunOptionsError> {
     match mode {
         None | Some("None") => Ok(MountPropagation::PropagationPrivate),
         Some("HostToContainer") => Ok(MountPropagation::PropagationHostToContainer),

@@ -11,20 +11,39 @@ fn pod(spec_extra: serde_json::Value, mounts: serde_json::Value) -> (Pod, Contai
             s.insert(k.clone(), v.clone());
         }
     }
-    let p: Pod = serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}, "spec": spec}))
-        .expect("pod");
+    let p: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}, "spec": spec}),
+    )
+    .expect("pod");
     let c = p.spec.as_ref().expect("spec").containers[0].clone();
     (p, c)
 }
 
 fn volumes() -> VolumeMap {
     [
-        ("data", "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data", false, false),
-        ("ro", "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~configmap/ro", true, true),
+        (
+            "data",
+            "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data",
+            false,
+            false,
+        ),
+        (
+            "ro",
+            "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~configmap/ro",
+            true,
+            true,
+        ),
     ]
     .into_iter()
     .map(|(n, p, ro, se)| {
-        (n.to_string(), MountedVolume { host_path: p.to_string(), read_only: ro, selinux_relabel: se })
+        (
+            n.to_string(),
+            MountedVolume {
+                host_path: p.to_string(),
+                read_only: ro,
+                selinux_relabel: se,
+            },
+        )
     })
     .collect()
 }
@@ -46,26 +65,65 @@ fn params<'a>(vols: &'a VolumeMap, ips: &'a [String], envs: Vec<EnvVar>) -> RunO
 fn mounts_in_go_order() {
     let vols = volumes();
     let ips = vec!["10.88.0.5".to_string()];
-    let (p, c) = pod(json!({"subdomain": "sub"}), json!([
+    let (p, c) = pod(
+        json!({"subdomain": "sub"}),
+        json!([
         {"name": "data", "mountPath": "/data", "mountPropagation": "HostToContainer"},
-        {"name": "ro", "mountPath": "cfg", "readOnly": false}]));
+        {"name": "ro", "mountPath": "cfg", "readOnly": false}]),
+    );
     let opts = generate_run_container_options(&p, &c, params(&vols, &ips, vec![])).expect("opts");
     let got: Vec<(&str, &str, bool, bool, MountPropagation)> = opts
         .mounts
         .iter()
-        .map(|m| (m.container_path.as_str(), m.host_path.as_str(), m.read_only, m.selinux_relabel, m.propagation))
+        .map(|m| {
+            (
+                m.container_path.as_str(),
+                m.host_path.as_str(),
+                m.read_only,
+                m.selinux_relabel,
+                m.propagation,
+            )
+        })
         .collect();
-    assert_eq!(got, vec![
-        ("/data", "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data", false, false,
-            MountPropagation::PropagationHostToContainer),
-        ("/cfg", "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~configmap/ro", true, true,
-            MountPropagation::PropagationPrivate),
-        ("/etc/hosts", "/var/lib/kubelet/pods/u1/etc-hosts", false, true, MountPropagation::PropagationPrivate),
-    ]);
+    assert_eq!(
+        got,
+        vec![
+            (
+                "/data",
+                "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data",
+                false,
+                false,
+                MountPropagation::PropagationHostToContainer
+            ),
+            (
+                "/cfg",
+                "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~configmap/ro",
+                true,
+                true,
+                MountPropagation::PropagationPrivate
+            ),
+            (
+                "/etc/hosts",
+                "/var/lib/kubelet/pods/u1/etc-hosts",
+                false,
+                true,
+                MountPropagation::PropagationPrivate
+            ),
+        ]
+    );
     let hosts = opts.etc_hosts.expect("hosts file");
-    assert!(hosts.content.ends_with("10.88.0.5\tweb.sub.ns.svc.cluster.local\tweb\n"), "{}", hosts.content);
+    assert!(
+        hosts
+            .content
+            .ends_with("10.88.0.5\tweb.sub.ns.svc.cluster.local\tweb\n"),
+        "{}",
+        hosts.content
+    );
     assert_eq!(opts.hostname, "web");
-    assert_eq!(opts.pod_container_dir, Some(PathBuf::from("/var/lib/kubelet/pods/u1/containers/c")));
+    assert_eq!(
+        opts.pod_container_dir,
+        Some(PathBuf::from("/var/lib/kubelet/pods/u1/containers/c"))
+    );
 }
 
 #[test]
@@ -77,7 +135,10 @@ fn hosts_mount_rules() {
     let opts = generate_run_container_options(&p, &c, params(&vols, &[], vec![])).expect("opts");
     assert!(opts.mounts.is_empty() && opts.etc_hosts.is_none());
     // The container mounts its own /etc/hosts.
-    let (p, c) = pod(json!({}), json!([{"name": "data", "mountPath": "/etc/hosts"}]));
+    let (p, c) = pod(
+        json!({}),
+        json!([{"name": "data", "mountPath": "/etc/hosts"}]),
+    );
     let opts = generate_run_container_options(&p, &c, params(&vols, &ips, vec![])).expect("opts");
     assert_eq!(opts.mounts.len(), 1);
     assert!(opts.etc_hosts.is_none());
@@ -85,7 +146,10 @@ fn hosts_mount_rules() {
     let (p, c) = pod(json!({"hostNetwork": true}), json!([]));
     let opts = generate_run_container_options(&p, &c, params(&vols, &ips, vec![])).expect("opts");
     let hosts = opts.etc_hosts.expect("hosts");
-    assert_eq!(hosts.content, "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n");
+    assert_eq!(
+        hosts.content,
+        "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n"
+    );
 }
 
 #[test]
@@ -94,20 +158,41 @@ fn sub_paths_table() {
     let ips: Vec<String> = vec![];
     let envs = vec![EnvVar::new("POD", "p1")];
     let cases: Vec<(&str, serde_json::Value, Result<&str, &str>)> = vec![
-        ("subPath", json!({"name": "data", "mountPath": "/m", "subPath": "a/./b"}),
-            Ok("/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data/a/b")),
-        ("subPathExpr", json!({"name": "data", "mountPath": "/m", "subPathExpr": "logs/$(POD)"}),
-            Ok("/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data/logs/p1")),
-        ("missing expr var", json!({"name": "data", "mountPath": "/m", "subPathExpr": "$(NOPE)"}),
-            Err("missing value for NOPE")),
-        ("absolute", json!({"name": "data", "mountPath": "/m", "subPath": "/etc"}),
-            Err("error SubPath `/etc` must not be an absolute path")),
-        ("backsteps", json!({"name": "data", "mountPath": "/m", "subPath": "a/../../b"}),
-            Err("unable to provision SubPath `a/../../b`: must not contain '..'")),
-        ("unknown volume", json!({"name": "nope", "mountPath": "/m"}),
-            Err("cannot find volume \"nope\" to mount into container \"c\"")),
-        ("bad propagation", json!({"name": "data", "mountPath": "/m", "mountPropagation": "Sideways"}),
-            Err("invalid MountPropagation mode: \"Sideways\"")),
+        (
+            "subPath",
+            json!({"name": "data", "mountPath": "/m", "subPath": "a/./b"}),
+            Ok("/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data/a/b"),
+        ),
+        (
+            "subPathExpr",
+            json!({"name": "data", "mountPath": "/m", "subPathExpr": "logs/$(POD)"}),
+            Ok("/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/data/logs/p1"),
+        ),
+        (
+            "missing expr var",
+            json!({"name": "data", "mountPath": "/m", "subPathExpr": "$(NOPE)"}),
+            Err("missing value for NOPE"),
+        ),
+        (
+            "absolute",
+            json!({"name": "data", "mountPath": "/m", "subPath": "/etc"}),
+            Err("error SubPath `/etc` must not be an absolute path"),
+        ),
+        (
+            "backsteps",
+            json!({"name": "data", "mountPath": "/m", "subPath": "a/../../b"}),
+            Err("unable to provision SubPath `a/../../b`: must not contain '..'"),
+        ),
+        (
+            "unknown volume",
+            json!({"name": "nope", "mountPath": "/m"}),
+            Err("cannot find volume \"nope\" to mount into container \"c\""),
+        ),
+        (
+            "bad propagation",
+            json!({"name": "data", "mountPath": "/m", "mountPropagation": "Sideways"}),
+            Err("invalid MountPropagation mode: \"Sideways\""),
+        ),
     ];
     for (name, m, want) in cases {
         let (p, c) = pod(json!({}), json!([m]));
@@ -131,7 +216,10 @@ fn sub_paths_table() {
 #[test]
 fn fqdn_hostname_and_no_termination_path() {
     let vols = volumes();
-    let (p, _) = pod(json!({"hostname": "h", "subdomain": "s", "setHostnameAsFQDN": true}), json!([]));
+    let (p, _) = pod(
+        json!({"hostname": "h", "subdomain": "s", "setHostnameAsFQDN": true}),
+        json!([]),
+    );
     let c: Container = serde_json::from_value(json!({"name": "x"})).expect("container");
     let opts = generate_run_container_options(&p, &c, params(&vols, &[], vec![])).expect("opts");
     assert_eq!(opts.hostname, "h.s.ns.svc.cluster.local");

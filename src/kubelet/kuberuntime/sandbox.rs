@@ -17,8 +17,12 @@ use crate::cri::api::{
     DnsConfig, Int64Value, LinuxPodSandboxConfig, LinuxSandboxSecurityContext, PodSandboxConfig,
     PodSandboxMetadata, PortMapping, Protocol, SeLinuxOption, SecurityProfile,
 };
-use crate::kubelet::container::helpers::{has_privileged_container, is_host_network_pod, make_port_mappings};
-use crate::kubelet::network::dns::{HostnameError, generate_pod_hostname_and_domain, nodename_for_kernel};
+use crate::kubelet::container::helpers::{
+    has_privileged_container, is_host_network_pod, make_port_mappings,
+};
+use crate::kubelet::network::dns::{
+    HostnameError, generate_pod_hostname_and_domain, nodename_for_kernel,
+};
 
 use super::seccomp::SECCOMP_PROFILE_RUNTIME_DEFAULT;
 
@@ -172,8 +176,11 @@ pub fn generate_pod_sandbox_config(
             });
         }
     }
-    let mut linux =
-        generate_pod_sandbox_linux_config(pod, params.cgroup_parent, params.extra_supplemental_groups);
+    let mut linux = generate_pod_sandbox_linux_config(
+        pod,
+        params.cgroup_parent,
+        params.extra_supplemental_groups,
+    );
     linux.resources = Some(sandbox_resources(pod, params.settings));
     linux.overhead = Some(overhead_resources(pod, params.settings));
     config.linux = Some(linux);

@@ -41,23 +41,44 @@ fn basic_fields() {
         "hostname": "h", "subdomain": "sub", "setHostnameAsFQDN": true}));
     let cfg = generate_pod_sandbox_config(&p, &params(&s)).expect("config");
     let meta = cfg.metadata.clone().expect("metadata");
-    assert_eq!((meta.name.as_str(), meta.namespace.as_str(), meta.uid.as_str(), meta.attempt), ("web", "ns", "u-1", 2));
+    assert_eq!(
+        (
+            meta.name.as_str(),
+            meta.namespace.as_str(),
+            meta.uid.as_str(),
+            meta.attempt
+        ),
+        ("web", "ns", "u-1", 2)
+    );
     assert_eq!(cfg.hostname, "h.sub.ns.svc.cluster.local");
     assert_eq!(cfg.log_directory, "/var/log/pods/ns_web_u-1");
     assert_eq!(cfg.labels.get("app").map(String::as_str), Some("a"));
-    assert_eq!(cfg.labels.get("io.kubernetes.pod.uid").map(String::as_str), Some("u-1"));
+    assert_eq!(
+        cfg.labels.get("io.kubernetes.pod.uid").map(String::as_str),
+        Some("u-1")
+    );
     assert_eq!(cfg.annotations.get("k").map(String::as_str), Some("v"));
     let ports: Vec<(i32, i32, i32, &str)> = cfg
         .port_mappings
         .iter()
-        .map(|p| (p.protocol, p.container_port, p.host_port, p.host_ip.as_str()))
+        .map(|p| {
+            (
+                p.protocol,
+                p.container_port,
+                p.host_port,
+                p.host_ip.as_str(),
+            )
+        })
         .collect();
-    assert_eq!(ports, vec![
-        (Protocol::Tcp as i32, 80, 0, ""),
-        (Protocol::Udp as i32, 53, 53, "10.0.0.1"),
-        (Protocol::Sctp as i32, 9, 0, ""),
-        (Protocol::Tcp as i32, 8080, 0, ""),
-    ]);
+    assert_eq!(
+        ports,
+        vec![
+            (Protocol::Tcp as i32, 80, 0, ""),
+            (Protocol::Udp as i32, 53, 53, "10.0.0.1"),
+            (Protocol::Sctp as i32, 9, 0, ""),
+            (Protocol::Tcp as i32, 8080, 0, ""),
+        ]
+    );
     let linux = cfg.linux.expect("linux");
     assert_eq!(linux.cgroup_parent, "/kubepods/podu-1");
     // No pod security context: no namespace options, no groups.
@@ -67,7 +88,10 @@ fn basic_fields() {
     #[allow(deprecated)]
     let path = sc.seccomp_profile_path.clone();
     assert_eq!(path, "runtime/default");
-    assert_eq!(sc.seccomp.map(|s| s.profile_type), Some(ProfileType::RuntimeDefault as i32));
+    assert_eq!(
+        sc.seccomp.map(|s| s.profile_type),
+        Some(ProfileType::RuntimeDefault as i32)
+    );
 }
 
 #[test]
@@ -105,14 +129,26 @@ fn security_context_and_sysctls() {
     assert_eq!(sc.run_as_user, Some(Int64Value { value: 1000 }));
     assert_eq!(sc.run_as_group, Some(Int64Value { value: 3000 }));
     assert_eq!(sc.supplemental_groups, vec![2000, 99, 4000]);
-    assert_eq!(sc.selinux_options.map(|o| o.level), Some("s0:c1".to_string()));
+    assert_eq!(
+        sc.selinux_options.map(|o| o.level),
+        Some("s0:c1".to_string())
+    );
     let mut sysctls: Vec<(String, String)> = linux.sysctls.into_iter().collect();
     sysctls.sort();
-    assert_eq!(sysctls, vec![
-        ("kernel.shm_rmid_forced".to_string(), "1".to_string()),
-        ("net.ipv4.conf.eno2/100.rp_filter".to_string(), "1".to_string()),
-        ("net.ipv4.ip_local_port_range".to_string(), "1024 65535".to_string()),
-    ]);
+    assert_eq!(
+        sysctls,
+        vec![
+            ("kernel.shm_rmid_forced".to_string(), "1".to_string()),
+            (
+                "net.ipv4.conf.eno2/100.rp_filter".to_string(),
+                "1".to_string()
+            ),
+            (
+                "net.ipv4.ip_local_port_range".to_string(),
+                "1024 65535".to_string()
+            ),
+        ]
+    );
 }
 
 #[test]
@@ -120,8 +156,14 @@ fn sysctl_names_table() {
     let cases = [
         ("kernel.msgmax", "kernel.msgmax"),
         ("kernel/msgmax", "kernel.msgmax"),
-        ("net/ipv4/conf/eno2.100/rp_filter", "net.ipv4.conf.eno2/100.rp_filter"),
-        ("net.ipv4.conf.eno2/100.rp_filter", "net.ipv4.conf.eno2/100.rp_filter"),
+        (
+            "net/ipv4/conf/eno2.100/rp_filter",
+            "net.ipv4.conf.eno2/100.rp_filter",
+        ),
+        (
+            "net.ipv4.conf.eno2/100.rp_filter",
+            "net.ipv4.conf.eno2/100.rp_filter",
+        ),
         ("kernel", "kernel"),
         ("", ""),
     ];

@@ -42,7 +42,10 @@ fn field_profile(scmp: &SeccompProfile, root: &Path, fallback: bool) -> String {
 
 fn annotation_profile(profile: &str, root: &Path) -> String {
     match profile.strip_prefix(SECCOMP_LOCALHOST_PROFILE_NAME_PREFIX) {
-        Some(name) => format!("{SECCOMP_LOCALHOST_PROFILE_NAME_PREFIX}{}", join(root, name)),
+        Some(name) => format!(
+            "{SECCOMP_LOCALHOST_PROFILE_NAME_PREFIX}{}",
+            join(root, name)
+        ),
         None => profile.to_string(),
     }
 }
@@ -124,12 +127,15 @@ pub fn apparmor_profile_from_annotations(
     container_name: &str,
 ) -> String {
     annotations
-        .get(&format!("{APPARMOR_CONTAINER_ANNOTATION_KEY_PREFIX}{container_name}"))
+        .get(&format!(
+            "{APPARMOR_CONTAINER_ANNOTATION_KEY_PREFIX}{container_name}"
+        ))
         .cloned()
         .unwrap_or_default()
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
@@ -159,27 +165,107 @@ mod tests {
     fn profile_path_table() {
         let root = Path::new("/var/lib/kubelet/seccomp");
         let ann = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
         };
-        let cases: Vec<(&str, BTreeMap<String, String>, Option<PodSecurityContext>, Option<SecurityContext>, bool, &str)> = vec![
+        let cases: Vec<(
+            &str,
+            BTreeMap<String, String>,
+            Option<PodSecurityContext>,
+            Option<SecurityContext>,
+            bool,
+            &str,
+        )> = vec![
             ("nothing", ann(&[]), None, None, false, ""),
-            ("nothing, seccompDefault", ann(&[]), None, None, true, "runtime/default"),
-            ("pod annotation", ann(&[("seccomp.security.alpha.kubernetes.io/pod", "runtime/default")]), None, None, false, "runtime/default"),
-            ("container annotation wins over pod annotation",
-                ann(&[("seccomp.security.alpha.kubernetes.io/pod", "unconfined"),
-                      ("container.seccomp.security.alpha.kubernetes.io/c", "localhost/prof.json")]),
-                None, None, false, "localhost//var/lib/kubelet/seccomp/prof.json"),
-            ("pod field", ann(&[]), Some(psc(sp("RuntimeDefault", None))), None, false, "runtime/default"),
-            ("container annotation beats pod field",
-                ann(&[("container.seccomp.security.alpha.kubernetes.io/c", "unconfined")]),
-                Some(psc(sp("RuntimeDefault", None))), None, false, "unconfined"),
-            ("container field beats everything",
-                ann(&[("container.seccomp.security.alpha.kubernetes.io/c", "unconfined")]),
-                Some(psc(sp("RuntimeDefault", None))), Some(csc(sp("Localhost", Some("a/b.json")))), false,
-                "localhost//var/lib/kubelet/seccomp/a/b.json"),
-            ("unconfined field", ann(&[]), None, Some(csc(sp("Unconfined", None))), true, "unconfined"),
-            ("localhost without a profile", ann(&[]), None, Some(csc(sp("Localhost", None))), false, ""),
-            ("localhost without a profile, seccompDefault", ann(&[]), None, Some(csc(sp("Localhost", Some("")))), true, "runtime/default"),
+            (
+                "nothing, seccompDefault",
+                ann(&[]),
+                None,
+                None,
+                true,
+                "runtime/default",
+            ),
+            (
+                "pod annotation",
+                ann(&[(
+                    "seccomp.security.alpha.kubernetes.io/pod",
+                    "runtime/default",
+                )]),
+                None,
+                None,
+                false,
+                "runtime/default",
+            ),
+            (
+                "container annotation wins over pod annotation",
+                ann(&[
+                    ("seccomp.security.alpha.kubernetes.io/pod", "unconfined"),
+                    (
+                        "container.seccomp.security.alpha.kubernetes.io/c",
+                        "localhost/prof.json",
+                    ),
+                ]),
+                None,
+                None,
+                false,
+                "localhost//var/lib/kubelet/seccomp/prof.json",
+            ),
+            (
+                "pod field",
+                ann(&[]),
+                Some(psc(sp("RuntimeDefault", None))),
+                None,
+                false,
+                "runtime/default",
+            ),
+            (
+                "container annotation beats pod field",
+                ann(&[(
+                    "container.seccomp.security.alpha.kubernetes.io/c",
+                    "unconfined",
+                )]),
+                Some(psc(sp("RuntimeDefault", None))),
+                None,
+                false,
+                "unconfined",
+            ),
+            (
+                "container field beats everything",
+                ann(&[(
+                    "container.seccomp.security.alpha.kubernetes.io/c",
+                    "unconfined",
+                )]),
+                Some(psc(sp("RuntimeDefault", None))),
+                Some(csc(sp("Localhost", Some("a/b.json")))),
+                false,
+                "localhost//var/lib/kubelet/seccomp/a/b.json",
+            ),
+            (
+                "unconfined field",
+                ann(&[]),
+                None,
+                Some(csc(sp("Unconfined", None))),
+                true,
+                "unconfined",
+            ),
+            (
+                "localhost without a profile",
+                ann(&[]),
+                None,
+                Some(csc(sp("Localhost", None))),
+                false,
+                "",
+            ),
+            (
+                "localhost without a profile, seccompDefault",
+                ann(&[]),
+                None,
+                Some(csc(sp("Localhost", Some("")))),
+                true,
+                "runtime/default",
+            ),
         ];
         for (name, a, p, c, fallback, want) in cases {
             let got = seccomp_profile_path(&a, "c", p.as_ref(), c.as_ref(), root, fallback);
@@ -190,13 +276,55 @@ mod tests {
     #[test]
     fn structured_profile_table() {
         let root = Path::new("/r");
-        let cases: Vec<(&str, Option<PodSecurityContext>, Option<SecurityContext>, bool, (ProfileType, &str))> = vec![
-            ("default unconfined", None, None, false, (ProfileType::Unconfined, "")),
-            ("seccompDefault", None, None, true, (ProfileType::RuntimeDefault, "")),
-            ("pod runtime default", Some(psc(sp("RuntimeDefault", None))), None, false, (ProfileType::RuntimeDefault, "")),
-            ("container overrides pod", Some(psc(sp("RuntimeDefault", None))), Some(csc(sp("Unconfined", None))), true, (ProfileType::Unconfined, "")),
-            ("localhost", None, Some(csc(sp("Localhost", Some("p.json")))), false, (ProfileType::Localhost, "/r/p.json")),
-            ("localhost without profile", None, Some(csc(sp("Localhost", None))), true, (ProfileType::Unconfined, "")),
+        let cases: Vec<(
+            &str,
+            Option<PodSecurityContext>,
+            Option<SecurityContext>,
+            bool,
+            (ProfileType, &str),
+        )> = vec![
+            (
+                "default unconfined",
+                None,
+                None,
+                false,
+                (ProfileType::Unconfined, ""),
+            ),
+            (
+                "seccompDefault",
+                None,
+                None,
+                true,
+                (ProfileType::RuntimeDefault, ""),
+            ),
+            (
+                "pod runtime default",
+                Some(psc(sp("RuntimeDefault", None))),
+                None,
+                false,
+                (ProfileType::RuntimeDefault, ""),
+            ),
+            (
+                "container overrides pod",
+                Some(psc(sp("RuntimeDefault", None))),
+                Some(csc(sp("Unconfined", None))),
+                true,
+                (ProfileType::Unconfined, ""),
+            ),
+            (
+                "localhost",
+                None,
+                Some(csc(sp("Localhost", Some("p.json")))),
+                false,
+                (ProfileType::Localhost, "/r/p.json"),
+            ),
+            (
+                "localhost without profile",
+                None,
+                Some(csc(sp("Localhost", None))),
+                true,
+                (ProfileType::Unconfined, ""),
+            ),
         ];
         for (name, p, c, fallback, (t, local)) in cases {
             let got = seccomp_profile(p.as_ref(), c.as_ref(), root, fallback);
@@ -211,7 +339,10 @@ mod tests {
             "runtime/default".to_string(),
         )]
         .into();
-        assert_eq!(apparmor_profile_from_annotations(&a, "c"), "runtime/default");
+        assert_eq!(
+            apparmor_profile_from_annotations(&a, "c"),
+            "runtime/default"
+        );
         assert_eq!(apparmor_profile_from_annotations(&a, "d"), "");
     }
 }

@@ -60,7 +60,9 @@ impl ImageUser {
 pub enum NonRootError {
     #[error("container's runAsUser breaks non-root policy (pod: {pod:?}, container: {container})")]
     RunAsUserRoot { pod: String, container: String },
-    #[error("container has runAsNonRoot and image will run as root (pod: {pod:?}, container: {container})")]
+    #[error(
+        "container has runAsNonRoot and image will run as root (pod: {pod:?}, container: {container})"
+    )]
     ImageRunsAsRoot { pod: String, container: String },
     #[error(
         "container has runAsNonRoot and image has non-numeric user ({user}), cannot verify user is non-root (pod: {pod:?}, container: {container})"
@@ -115,8 +117,12 @@ pub fn determine_effective_security_context(pod: &Pod, container: &Container) ->
     eff.run_as_user = c.run_as_user.or(eff.run_as_user);
     eff.run_as_group = c.run_as_group.or(eff.run_as_group);
     eff.run_as_non_root = c.run_as_non_root.or(eff.run_as_non_root);
-    eff.read_only_root_filesystem = c.read_only_root_filesystem.or(eff.read_only_root_filesystem);
-    eff.allow_privilege_escalation = c.allow_privilege_escalation.or(eff.allow_privilege_escalation);
+    eff.read_only_root_filesystem = c
+        .read_only_root_filesystem
+        .or(eff.read_only_root_filesystem);
+    eff.allow_privilege_escalation = c
+        .allow_privilege_escalation
+        .or(eff.allow_privilege_escalation);
     if c.proc_mount.is_some() {
         eff.proc_mount = c.proc_mount.clone();
     }
@@ -136,7 +142,10 @@ pub fn readonly_paths(proc_mount: Option<&str>) -> Vec<String> {
     if proc_mount == Some("Unmasked") {
         return Vec::new();
     }
-    DEFAULT_READONLY_PATHS.iter().map(|s| s.to_string()).collect()
+    DEFAULT_READONLY_PATHS
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// no_new_privs: set when allowPrivilegeEscalation is explicitly false.
@@ -253,7 +262,11 @@ pub fn determine_effective_linux_security_context(
 
 /// Refuses a container with runAsNonRoot that would run as root, or whose
 /// non-numeric image user cannot be checked.
-pub fn verify_run_as_non_root(pod: &Pod, container: &Container, image_user: &ImageUser) -> Result<(), NonRootError> {
+pub fn verify_run_as_non_root(
+    pod: &Pod,
+    container: &Container,
+    image_user: &ImageUser,
+) -> Result<(), NonRootError> {
     let eff = determine_effective_security_context(pod, container);
     if eff.run_as_non_root != Some(true) {
         return Ok(());
@@ -262,12 +275,18 @@ pub fn verify_run_as_non_root(pod: &Pod, container: &Container, image_user: &Ima
     let name = container.name.clone();
     if let Some(uid) = eff.run_as_user {
         if uid == 0 {
-            return Err(NonRootError::RunAsUserRoot { pod: pod_s, container: name });
+            return Err(NonRootError::RunAsUserRoot {
+                pod: pod_s,
+                container: name,
+            });
         }
         return Ok(());
     }
     match (&image_user.uid, image_user.username.as_str()) {
-        (Some(0), _) => Err(NonRootError::ImageRunsAsRoot { pod: pod_s, container: name }),
+        (Some(0), _) => Err(NonRootError::ImageRunsAsRoot {
+            pod: pod_s,
+            container: name,
+        }),
         (None, user) if !user.is_empty() => Err(NonRootError::NonNumericUser {
             user: user.to_string(),
             pod: pod_s,

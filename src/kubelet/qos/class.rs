@@ -127,7 +127,12 @@ mod tests {
     fn qos_table() {
         use serde_json::json;
         let cases: Vec<(&str, serde_json::Value, serde_json::Value, QosClass)> = vec![
-            ("no resources", json!([{"name": "c"}]), json!([]), QosClass::BestEffort),
+            (
+                "no resources",
+                json!([{"name": "c"}]),
+                json!([]),
+                QosClass::BestEffort,
+            ),
             (
                 "zero quantities count as unset",
                 json!([res(json!({"cpu": "0"}), json!({"memory": "0"}))]),
@@ -142,7 +147,10 @@ mod tests {
             ),
             (
                 "requests equal limits",
-                json!([res(json!({"cpu": "500m", "memory": "128Mi"}), json!({"cpu": "0.5", "memory": "128Mi"}))]),
+                json!([res(
+                    json!({"cpu": "500m", "memory": "128Mi"}),
+                    json!({"cpu": "0.5", "memory": "128Mi"})
+                )]),
                 json!([]),
                 QosClass::Guaranteed,
             ),
@@ -154,7 +162,10 @@ mod tests {
             ),
             (
                 "requests below limits",
-                json!([res(json!({"cpu": "100m", "memory": "64Mi"}), json!({"cpu": "1", "memory": "256Mi"}))]),
+                json!([res(
+                    json!({"cpu": "100m", "memory": "64Mi"}),
+                    json!({"cpu": "1", "memory": "256Mi"})
+                )]),
                 json!([]),
                 QosClass::Burstable,
             ),
@@ -172,7 +183,10 @@ mod tests {
             ),
             (
                 "init container counts",
-                json!([res(json!({"cpu": "1", "memory": "1Gi"}), json!({"cpu": "1", "memory": "1Gi"}))]),
+                json!([res(
+                    json!({"cpu": "1", "memory": "1Gi"}),
+                    json!({"cpu": "1", "memory": "1Gi"})
+                )]),
                 json!([{"name": "i"}]),
                 QosClass::Burstable,
             ),

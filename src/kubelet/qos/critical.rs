@@ -69,16 +69,79 @@ mod tests {
         use serde_json::json;
         let base = json!({"containers": []});
         let cases: Vec<(&str, Pod, bool, bool, bool, bool)> = vec![
-            ("api pod", pod(json!({"kubernetes.io/config.source": "api"}), base.clone()), false, false, false, false),
-            ("no source", pod(json!({}), base.clone()), false, false, false, false),
-            ("file pod", pod(json!({"kubernetes.io/config.source": "file"}), base.clone()), true, false, true, false),
-            ("mirror pod", pod(json!({"kubernetes.io/config.mirror": "x", "kubernetes.io/config.source": "api"}), base.clone()), false, true, true, false),
-            ("high priority", pod(json!({}), json!({"containers": [], "priority": 2000000000})), false, false, true, false),
-            ("just below", pod(json!({}), json!({"containers": [], "priority": 1999999999})), false, false, false, false),
-            ("node critical static", pod(json!({"kubernetes.io/config.source": "file"}),
-                json!({"containers": [], "priorityClassName": "system-node-critical"})), true, false, true, true),
-            ("node critical class, not critical", pod(json!({}),
-                json!({"containers": [], "priorityClassName": "system-node-critical"})), false, false, false, false),
+            (
+                "api pod",
+                pod(json!({"kubernetes.io/config.source": "api"}), base.clone()),
+                false,
+                false,
+                false,
+                false,
+            ),
+            (
+                "no source",
+                pod(json!({}), base.clone()),
+                false,
+                false,
+                false,
+                false,
+            ),
+            (
+                "file pod",
+                pod(json!({"kubernetes.io/config.source": "file"}), base.clone()),
+                true,
+                false,
+                true,
+                false,
+            ),
+            (
+                "mirror pod",
+                pod(
+                    json!({"kubernetes.io/config.mirror": "x", "kubernetes.io/config.source": "api"}),
+                    base.clone(),
+                ),
+                false,
+                true,
+                true,
+                false,
+            ),
+            (
+                "high priority",
+                pod(json!({}), json!({"containers": [], "priority": 2000000000})),
+                false,
+                false,
+                true,
+                false,
+            ),
+            (
+                "just below",
+                pod(json!({}), json!({"containers": [], "priority": 1999999999})),
+                false,
+                false,
+                false,
+                false,
+            ),
+            (
+                "node critical static",
+                pod(
+                    json!({"kubernetes.io/config.source": "file"}),
+                    json!({"containers": [], "priorityClassName": "system-node-critical"}),
+                ),
+                true,
+                false,
+                true,
+                true,
+            ),
+            (
+                "node critical class, not critical",
+                pod(
+                    json!({}),
+                    json!({"containers": [], "priorityClassName": "system-node-critical"}),
+                ),
+                false,
+                false,
+                false,
+                false,
+            ),
         ];
         for (name, p, st, mi, cr, nc) in cases {
             assert_eq!(is_static_pod(&p), st, "{name} static");

@@ -8,6 +8,4 @@ pub mod policy;
 
 pub use class::{QosClass, get_pod_qos};
 pub use critical::{is_critical_pod, is_mirror_pod, is_node_critical_pod, is_static_pod};
-pub use policy::{
-    KUBE_PROXY_OOM_SCORE_ADJ, KUBELET_OOM_SCORE_ADJ, get_container_oom_score_adjust,
-};
+pub use policy::{KUBE_PROXY_OOM_SCORE_ADJ, KUBELET_OOM_SCORE_ADJ, get_container_oom_score_adjust};

@@ -29,7 +29,11 @@ fn memory_request(container: &Container) -> i64 {
 
 /// oom_score_adj for `container` of `pod` on a node with `memory_capacity`
 /// bytes of memory.
-pub fn get_container_oom_score_adjust(pod: &Pod, container: &Container, memory_capacity: i64) -> i64 {
+pub fn get_container_oom_score_adjust(
+    pod: &Pod,
+    container: &Container,
+    memory_capacity: i64,
+) -> i64 {
     if is_node_critical_pod(pod) {
         return GUARANTEED_OOM_SCORE_ADJ;
     }
@@ -65,8 +69,8 @@ mod tests {
         if let Some(m) = mem_request {
             c["resources"]["requests"]["memory"] = serde_json::json!(m);
         }
-        let pod: Pod = serde_json::from_value(serde_json::json!({"spec": {"containers": [c]}}))
-            .expect("pod");
+        let pod: Pod =
+            serde_json::from_value(serde_json::json!({"spec": {"containers": [c]}})).expect("pod");
         let container = pod.spec.as_ref().expect("spec").containers[0].clone();
         (pod, container)
     }
@@ -75,31 +79,50 @@ mod tests {
     fn burstable_table() {
         let cases: &[(&str, Option<&str>, i64, i64)] = &[
             ("no memory request", None, 4 * GI, 999),
-            ("tiny request rounds to 1000, bumped down", Some("1Ki"), 4 * GI, 999),
+            (
+                "tiny request rounds to 1000, bumped down",
+                Some("1Ki"),
+                4 * GI,
+                999,
+            ),
             ("10% of memory", Some("400Mi"), 4000 * (1 << 20), 900),
             ("half", Some("2Gi"), 4 * GI, 500),
             ("all memory", Some("4Gi"), 4 * GI, 3),
             ("more than the node", Some("8Gi"), 4 * GI, 3),
             ("large node", Some("64Mi"), 40 * GI, 999),
             // The reference node: 24684092Ki of memory gave web 998.
-            ("reference burstable pod", Some("64Mi"), 24_684_092 * 1024, 998),
+            (
+                "reference burstable pod",
+                Some("64Mi"),
+                24_684_092 * 1024,
+                998,
+            ),
         ];
         for (name, req, cap, want) in cases {
             let (pod, c) = burstable(*req);
-            assert_eq!(get_container_oom_score_adjust(&pod, &c, *cap), *want, "case {name}");
+            assert_eq!(
+                get_container_oom_score_adjust(&pod, &c, *cap),
+                *want,
+                "case {name}"
+            );
         }
     }
 
     #[test]
     fn class_and_criticality() {
-        let be: Pod = serde_json::from_value(serde_json::json!({"spec": {"containers": [{"name": "c"}]}}))
-            .expect("pod");
+        let be: Pod =
+            serde_json::from_value(serde_json::json!({"spec": {"containers": [{"name": "c"}]}}))
+                .expect("pod");
         let c = be.spec.as_ref().expect("spec").containers[0].clone();
         assert_eq!(get_container_oom_score_adjust(&be, &c, 4 * GI), 1000);
 
         let mut critical = be.clone();
         critical.metadata.annotations = Some(
-            [("kubernetes.io/config.source".to_string(), "file".to_string())].into(),
+            [(
+                "kubernetes.io/config.source".to_string(),
+                "file".to_string(),
+            )]
+            .into(),
         );
         if let Some(spec) = critical.spec.as_mut() {
             spec.priority_class_name = Some("system-node-critical".into());

@@ -85,7 +85,10 @@ enum PodDnsType {
 
 fn omit_duplicates(items: Vec<String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    items.into_iter().filter(|s| seen.insert(s.clone())).collect()
+    items
+        .into_iter()
+        .filter(|s| seen.insert(s.clone()))
+        .collect()
 }
 
 fn pod_dns_type(pod: &Pod) -> Result<PodDnsType, String> {
@@ -144,9 +147,15 @@ fn append_dns_config(mut existing: DnsConfig, pod: &PodDNSConfig) -> DnsConfig {
 impl DnsConfigurer {
     fn search_limits(&self) -> (usize, usize) {
         if self.expanded_dns_config {
-            (MAX_DNS_SEARCH_PATHS_EXPANDED, MAX_DNS_SEARCH_LIST_CHARS_EXPANDED)
+            (
+                MAX_DNS_SEARCH_PATHS_EXPANDED,
+                MAX_DNS_SEARCH_LIST_CHARS_EXPANDED,
+            )
         } else {
-            (MAX_DNS_SEARCH_PATHS_LEGACY, MAX_DNS_SEARCH_LIST_CHARS_LEGACY)
+            (
+                MAX_DNS_SEARCH_PATHS_LEGACY,
+                MAX_DNS_SEARCH_LIST_CHARS_LEGACY,
+            )
         }
     }
 
@@ -301,14 +310,20 @@ impl DnsConfigurer {
         }
         let file = &self.resolver_config;
         let message = if host_searches.len() > count_limit {
-            format!("Resolv.conf file '{file}' contains search line consisting of more than {count_limit} domains!")
+            format!(
+                "Resolv.conf file '{file}' contains search line consisting of more than {count_limit} domains!"
+            )
         } else if host_searches
             .iter()
             .any(|s| s.len() > DNS1123_SUBDOMAIN_MAX_LENGTH)
         {
-            format!("Resolv.conf file {file:?} contains a search path which length is more than allowed {DNS1123_SUBDOMAIN_MAX_LENGTH} chars!")
+            format!(
+                "Resolv.conf file {file:?} contains a search path which length is more than allowed {DNS1123_SUBDOMAIN_MAX_LENGTH} chars!"
+            )
         } else if host_searches.join(" ").len() > max_chars {
-            format!("Resolv.conf file '{file}' contains search line which length is more than allowed {max_chars} chars!")
+            format!(
+                "Resolv.conf file '{file}' contains search line which length is more than allowed {max_chars} chars!"
+            )
         } else {
             return None;
         };

@@ -1,10 +1,13 @@
 //! Table tests for pod DNS forming.
 
+#![allow(clippy::type_complexity)]
+
 use super::*;
 use serde_json::json;
 
 fn pod(policy: &str, host_network: bool, dns_config: serde_json::Value) -> Pod {
-    let mut spec = json!({"containers": [{"name": "c"}], "dnsPolicy": policy, "hostNetwork": host_network});
+    let mut spec =
+        json!({"containers": [{"name": "c"}], "dnsPolicy": policy, "hostNetwork": host_network});
     if !dns_config.is_null() {
         spec["dnsConfig"] = dns_config;
     }
@@ -39,30 +42,79 @@ fn s(v: &[&str]) -> Vec<String> {
 
 #[test]
 fn policy_table() {
-    type Want = (&'static [&'static str], &'static [&'static str], &'static [&'static str]);
-    let cluster_search: &[&str] = &["ns1.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"];
+    type Want = (
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let cluster_search: &[&str] = &[
+        "ns1.svc.cluster.local",
+        "svc.cluster.local",
+        "cluster.local",
+        "corp.example",
+    ];
     let cases: Vec<(&str, Pod, Want)> = vec![
-        ("ClusterFirst", pod("ClusterFirst", false, json!(null)),
-            (&["10.96.0.10"], cluster_search, &["ndots:5"])),
-        ("ClusterFirst on host network falls back to the host",
+        (
+            "ClusterFirst",
+            pod("ClusterFirst", false, json!(null)),
+            (&["10.96.0.10"], cluster_search, &["ndots:5"]),
+        ),
+        (
+            "ClusterFirst on host network falls back to the host",
             pod("ClusterFirst", true, json!(null)),
-            (&["192.168.1.1"], &["corp.example"], &["timeout:2"])),
-        ("ClusterFirstWithHostNet", pod("ClusterFirstWithHostNet", true, json!(null)),
-            (&["10.96.0.10"], cluster_search, &["ndots:5"])),
-        ("Default", pod("Default", false, json!(null)),
-            (&["192.168.1.1"], &["corp.example"], &["timeout:2"])),
-        ("None without dnsConfig", pod("None", false, json!(null)), (&[], &[], &[])),
-        ("None with dnsConfig", pod("None", false, json!({"nameservers": ["1.1.1.1"],
-            "searches": ["a.example"], "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]})),
-            (&["1.1.1.1"], &["a.example"], &["ndots:2", "edns0"])),
-        ("ClusterFirst merged with dnsConfig", pod("ClusterFirst", false, json!({
+            (&["192.168.1.1"], &["corp.example"], &["timeout:2"]),
+        ),
+        (
+            "ClusterFirstWithHostNet",
+            pod("ClusterFirstWithHostNet", true, json!(null)),
+            (&["10.96.0.10"], cluster_search, &["ndots:5"]),
+        ),
+        (
+            "Default",
+            pod("Default", false, json!(null)),
+            (&["192.168.1.1"], &["corp.example"], &["timeout:2"]),
+        ),
+        (
+            "None without dnsConfig",
+            pod("None", false, json!(null)),
+            (&[], &[], &[]),
+        ),
+        (
+            "None with dnsConfig",
+            pod(
+                "None",
+                false,
+                json!({"nameservers": ["1.1.1.1"],
+            "searches": ["a.example"], "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]}),
+            ),
+            (&["1.1.1.1"], &["a.example"], &["ndots:2", "edns0"]),
+        ),
+        (
+            "ClusterFirst merged with dnsConfig",
+            pod(
+                "ClusterFirst",
+                false,
+                json!({
             "nameservers": ["10.96.0.10", "8.8.8.8"], "searches": ["svc.cluster.local", "extra.example"],
-            "options": [{"name": "ndots", "value": "1"}, {"name": "single-request"}]})),
-            (&["10.96.0.10", "8.8.8.8"],
-             &["ns1.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example", "extra.example"],
-             &["ndots:1", "single-request"])),
-        ("invalid policy treated as ClusterFirst", pod("Bogus", false, json!(null)),
-            (&["10.96.0.10"], cluster_search, &["ndots:5"])),
+            "options": [{"name": "ndots", "value": "1"}, {"name": "single-request"}]}),
+            ),
+            (
+                &["10.96.0.10", "8.8.8.8"],
+                &[
+                    "ns1.svc.cluster.local",
+                    "svc.cluster.local",
+                    "cluster.local",
+                    "corp.example",
+                    "extra.example",
+                ],
+                &["ndots:1", "single-request"],
+            ),
+        ),
+        (
+            "invalid policy treated as ClusterFirst",
+            pod("Bogus", false, json!(null)),
+            (&["10.96.0.10"], cluster_search, &["ndots:5"]),
+        ),
     ];
     let c = configurer();
     for (name, p, (servers, searches, options)) in cases {
@@ -81,10 +133,14 @@ fn no_cluster_dns_falls_back_with_events() {
     let got = c.pod_dns(&pod("ClusterFirst", false, json!(null)), &host());
     assert_eq!(got.config.servers, s(&["192.168.1.1"]));
     assert_eq!(got.config.searches, s(&["corp.example"]));
-    let targets: Vec<(EventTarget, &str)> = got.events.iter().map(|e| (e.target, e.reason)).collect();
+    let targets: Vec<(EventTarget, &str)> =
+        got.events.iter().map(|e| (e.target, e.reason)).collect();
     assert_eq!(
         targets,
-        vec![(EventTarget::Node, "MissingClusterDNS"), (EventTarget::Pod, "MissingClusterDNS")]
+        vec![
+            (EventTarget::Node, "MissingClusterDNS"),
+            (EventTarget::Pod, "MissingClusterDNS")
+        ]
     );
     assert!(got.events[1].message.contains("p_ns1(u1)"));
 }
@@ -93,7 +149,10 @@ fn no_cluster_dns_falls_back_with_events() {
 fn no_resolv_conf_uses_loopback() {
     let mut c = configurer();
     c.resolver_config.clear();
-    c.node_ips = vec!["fd00::1".parse().expect("ip"), "10.0.0.1".parse().expect("ip")];
+    c.node_ips = vec![
+        "fd00::1".parse().expect("ip"),
+        "10.0.0.1".parse().expect("ip"),
+    ];
     let got = c.pod_dns(&pod("Default", false, json!(null)), &DnsConfig::default());
     assert_eq!(got.config.servers, s(&["::1", "127.0.0.1"]));
     assert_eq!(got.config.searches, s(&["."]));
@@ -103,9 +162,19 @@ fn no_resolv_conf_uses_loopback() {
     assert_eq!(got.config.servers, s(&["127.0.0.1"]));
 
     // Cluster-first pods are unaffected.
-    let got = c.pod_dns(&pod("ClusterFirst", false, json!(null)), &DnsConfig::default());
+    let got = c.pod_dns(
+        &pod("ClusterFirst", false, json!(null)),
+        &DnsConfig::default(),
+    );
     assert_eq!(got.config.servers, s(&["10.96.0.10"]));
-    assert_eq!(got.config.searches, s(&["ns1.svc.cluster.local", "svc.cluster.local", "cluster.local"]));
+    assert_eq!(
+        got.config.searches,
+        s(&[
+            "ns1.svc.cluster.local",
+            "svc.cluster.local",
+            "cluster.local"
+        ])
+    );
 }
 
 #[test]
@@ -113,19 +182,62 @@ fn limits_table() {
     let long = |ch: char, n: usize| ch.to_string().repeat(n);
     let cases: Vec<(&str, bool, Vec<String>, Vec<String>, usize, usize)> = vec![
         ("six paths fit", false, s(&["a", "b", "c"]), s(&[]), 6, 0),
-        ("seventh path dropped", false, s(&["a", "b", "c", "d"]), s(&[]), 6, 1),
-        ("expanded allows more", true, s(&["a", "b", "c", "d", "e", "f", "g"]), s(&[]), 10, 0),
-        ("over-long path removed", false, vec![long('x', 254)], s(&[]), 3, 1),
-        ("line length trimmed from the end", false,
-            vec![long('a', 70), long('b', 70), long('c', 70)], s(&[]), 5, 1),
-        ("four nameservers cut to three", false, s(&[]), s(&["1.1.1.1", "2.2.2.2", "3.3.3.3"]), 3, 1),
+        (
+            "seventh path dropped",
+            false,
+            s(&["a", "b", "c", "d"]),
+            s(&[]),
+            6,
+            1,
+        ),
+        (
+            "expanded allows more",
+            true,
+            s(&["a", "b", "c", "d", "e", "f", "g"]),
+            s(&[]),
+            10,
+            0,
+        ),
+        (
+            "over-long path removed",
+            false,
+            vec![long('x', 254)],
+            s(&[]),
+            3,
+            1,
+        ),
+        (
+            "line length trimmed from the end",
+            false,
+            vec![long('a', 70), long('b', 70), long('c', 70)],
+            s(&[]),
+            5,
+            1,
+        ),
+        (
+            "four nameservers cut to three",
+            false,
+            s(&[]),
+            s(&["1.1.1.1", "2.2.2.2", "3.3.3.3"]),
+            3,
+            1,
+        ),
     ];
     for (name, expanded, extra_search, extra_ns, want_searches, want_events) in cases {
         let mut c = configurer();
         c.expanded_dns_config = expanded;
-        let p = pod("ClusterFirst", false, json!({"searches": extra_search, "nameservers": extra_ns}));
+        let p = pod(
+            "ClusterFirst",
+            false,
+            json!({"searches": extra_search, "nameservers": extra_ns}),
+        );
         let got = c.pod_dns(&p, &DnsConfig::default());
-        assert_eq!(got.config.searches.len(), want_searches, "{name}: {:?}", got.config.searches);
+        assert_eq!(
+            got.config.searches.len(),
+            want_searches,
+            "{name}: {:?}",
+            got.config.searches
+        );
         assert!(got.config.servers.len() <= MAX_DNS_NAMESERVERS, "{name}");
         assert_eq!(got.events.len(), want_events, "{name}: {:?}", got.events);
         for e in &got.events {
@@ -134,7 +246,10 @@ fn limits_table() {
         if expanded {
             continue;
         }
-        assert!(got.config.searches.join(" ").len() <= MAX_DNS_SEARCH_LIST_CHARS_LEGACY, "{name}");
+        assert!(
+            got.config.searches.join(" ").len() <= MAX_DNS_SEARCH_LIST_CHARS_LEGACY,
+            "{name}"
+        );
     }
 }
 
@@ -149,7 +264,10 @@ fn resolv_conf_limit_checks() {
     assert!(e.message.contains("more than 3 domains"), "{}", e.message);
     let mut no_domain = configurer();
     no_domain.cluster_domain.clear();
-    assert_eq!(no_domain.check_limits_for_resolv_conf(&s(&["a", "b", "c", "d"])), None);
+    assert_eq!(
+        no_domain.check_limits_for_resolv_conf(&s(&["a", "b", "c", "d"])),
+        None
+    );
     assert!(c.check_limits_for_resolv_conf(&["x".repeat(254)]).is_some());
     assert!(
         c.check_limits_for_resolv_conf(&["a".repeat(200), "b".repeat(60)])
@@ -173,7 +291,11 @@ fn reference_sandbox_dns() {
     assert_eq!(got.config.servers, s(&["10.96.0.10"]));
     assert_eq!(
         got.config.searches,
-        s(&["refpack.svc.cluster.local", "svc.cluster.local", "cluster.local"])
+        s(&[
+            "refpack.svc.cluster.local",
+            "svc.cluster.local",
+            "cluster.local"
+        ])
     );
     assert_eq!(got.config.options, s(&["ndots:5"]));
 }

@@ -31,8 +31,12 @@ fn truncate_hostname(pod_name: &str, hostname: &str) -> Result<String, HostnameE
         return Ok(hostname.to_string());
     }
     let cut = hostname.get(..HOSTNAME_MAX_LEN).unwrap_or(hostname);
-    tracing::error!(pod = pod_name, max = HOSTNAME_MAX_LEN, truncated = cut,
-        "hostname for pod was too long, truncated it");
+    tracing::error!(
+        pod = pod_name,
+        max = HOSTNAME_MAX_LEN,
+        truncated = cut,
+        "hostname for pod was too long, truncated it"
+    );
     let trimmed = cut.trim_end_matches(['-', '.']);
     if trimmed.is_empty() {
         return Err(HostnameError::Truncated {
@@ -51,7 +55,10 @@ pub fn generate_pod_hostname_and_domain(
     let name = pod.metadata.name.as_deref().unwrap_or("");
     let spec = pod.spec.as_ref();
     let mut hostname = name.to_string();
-    if let Some(h) = spec.and_then(|s| s.hostname.as_deref()).filter(|h| !h.is_empty()) {
+    if let Some(h) = spec
+        .and_then(|s| s.hostname.as_deref())
+        .filter(|h| !h.is_empty())
+    {
         let errs = is_dns1123_label(h);
         if !errs.is_empty() {
             return Err(HostnameError::InvalidHostname {
@@ -63,7 +70,10 @@ pub fn generate_pod_hostname_and_domain(
     }
     let hostname = truncate_hostname(name, &hostname)?;
     let mut domain = String::new();
-    if let Some(sub) = spec.and_then(|s| s.subdomain.as_deref()).filter(|s| !s.is_empty()) {
+    if let Some(sub) = spec
+        .and_then(|s| s.subdomain.as_deref())
+        .filter(|s| !s.is_empty())
+    {
         let errs = is_dns1123_label(sub);
         if !errs.is_empty() {
             return Err(HostnameError::InvalidSubdomain {
@@ -96,6 +106,7 @@ pub fn nodename_for_kernel(
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
 
@@ -112,12 +123,27 @@ mod tests {
         let long = format!("{}-{}", "a".repeat(62), "b".repeat(5));
         let cases: Vec<(&str, Pod, Result<(&str, &str), ()>)> = vec![
             ("pod name", pod("web", None, None), Ok(("web", ""))),
-            ("spec.hostname", pod("web", Some("host1"), None), Ok(("host1", ""))),
-            ("subdomain", pod("web", Some("h"), Some("sub")), Ok(("h", "sub.ns.svc.cluster.local"))),
-            ("invalid hostname", pod("web", Some("Bad_Host"), None), Err(())),
+            (
+                "spec.hostname",
+                pod("web", Some("host1"), None),
+                Ok(("host1", "")),
+            ),
+            (
+                "subdomain",
+                pod("web", Some("h"), Some("sub")),
+                Ok(("h", "sub.ns.svc.cluster.local")),
+            ),
+            (
+                "invalid hostname",
+                pod("web", Some("Bad_Host"), None),
+                Err(()),
+            ),
             ("invalid subdomain", pod("web", None, Some("a.b")), Err(())),
-            ("long name truncated and trailing dash trimmed", pod(&long, None, None),
-                Ok(("a".repeat(62).leak(), ""))),
+            (
+                "long name truncated and trailing dash trimmed",
+                pod(&long, None, None),
+                Ok(("a".repeat(62).leak(), "")),
+            ),
         ];
         for (name, p, want) in cases {
             let got = generate_pod_hostname_and_domain(&p, "cluster.local").map_err(|_| ());
@@ -132,8 +158,18 @@ mod tests {
             ("h", "", Some(true), Ok("h")),
             ("h", "sub.ns.svc.cluster.local", None, Ok("h")),
             ("h", "sub.ns.svc.cluster.local", Some(false), Ok("h")),
-            ("h", "sub.ns.svc.cluster.local", Some(true), Ok("h.sub.ns.svc.cluster.local")),
-            ("a-very-long-hostname-for-testing", "subdomain.namespace.svc.cluster.local", Some(true), Err(())),
+            (
+                "h",
+                "sub.ns.svc.cluster.local",
+                Some(true),
+                Ok("h.sub.ns.svc.cluster.local"),
+            ),
+            (
+                "a-very-long-hostname-for-testing",
+                "subdomain.namespace.svc.cluster.local",
+                Some(true),
+                Err(()),
+            ),
         ];
         for (h, d, fqdn, want) in cases {
             let got = nodename_for_kernel(h, d, *fqdn).map_err(|_| ());

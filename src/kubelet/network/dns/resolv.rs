@@ -103,6 +103,7 @@ pub fn read_resolv_conf(path: &Path) -> Result<ResolvConf, DnsError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
 
@@ -115,24 +116,78 @@ mod tests {
         let cases: &[(&str, &str, Result<(&[&str], &[&str], &[&str]), ()>)] = &[
             ("empty", "", Ok((&[], &[], &[]))),
             ("blank lines", "\n\n", Ok((&[], &[], &[]))),
-            ("one nameserver", "nameserver 1.2.3.4", Ok((&["1.2.3.4"], &[], &[]))),
-            ("surrounding space", " nameserver 1.2.3.4 ", Ok((&["1.2.3.4"], &[], &[]))),
-            ("tabs", "\tnameserver\t1.2.3.4\t", Ok((&["1.2.3.4"], &[], &[]))),
-            ("nameservers accumulate", "nameserver 1.2.3.4\nnameserver 5.6.7.8",
-                Ok((&["1.2.3.4", "5.6.7.8"], &[], &[]))),
-            ("extra fields ignored", "nameserver 1.2.3.4 #comment", Ok((&["1.2.3.4"], &[], &[]))),
-            ("comment line", "# nameserver 1.2.3.4\nnameserver 5.6.7.8", Ok((&["5.6.7.8"], &[], &[]))),
+            (
+                "one nameserver",
+                "nameserver 1.2.3.4",
+                Ok((&["1.2.3.4"], &[], &[])),
+            ),
+            (
+                "surrounding space",
+                " nameserver 1.2.3.4 ",
+                Ok((&["1.2.3.4"], &[], &[])),
+            ),
+            (
+                "tabs",
+                "\tnameserver\t1.2.3.4\t",
+                Ok((&["1.2.3.4"], &[], &[])),
+            ),
+            (
+                "nameservers accumulate",
+                "nameserver 1.2.3.4\nnameserver 5.6.7.8",
+                Ok((&["1.2.3.4", "5.6.7.8"], &[], &[])),
+            ),
+            (
+                "extra fields ignored",
+                "nameserver 1.2.3.4 #comment",
+                Ok((&["1.2.3.4"], &[], &[])),
+            ),
+            (
+                "comment line",
+                "# nameserver 1.2.3.4\nnameserver 5.6.7.8",
+                Ok((&["5.6.7.8"], &[], &[])),
+            ),
             ("search", "search foo", Ok((&[], &["foo"], &[]))),
-            ("search several", "search foo bar", Ok((&[], &["foo", "bar"], &[]))),
-            ("last search wins", "search foo\nsearch bar baz", Ok((&[], &["bar", "baz"], &[]))),
-            ("trailing dots dropped", "search foo. bar.", Ok((&[], &["foo", "bar"], &[]))),
+            (
+                "search several",
+                "search foo bar",
+                Ok((&[], &["foo", "bar"], &[])),
+            ),
+            (
+                "last search wins",
+                "search foo\nsearch bar baz",
+                Ok((&[], &["bar", "baz"], &[])),
+            ),
+            (
+                "trailing dots dropped",
+                "search foo. bar.",
+                Ok((&[], &["foo", "bar"], &[])),
+            ),
             ("root kept", "search .", Ok((&[], &["."], &[]))),
-            ("empty search line clears", "search foo\nsearch", Ok((&[], &[], &[]))),
-            ("options", "options ndots:5 attempts:2", Ok((&[], &[], &["ndots:5", "attempts:2"]))),
-            ("last options wins", "options timeout:1\noptions attempts:3", Ok((&[], &[], &["attempts:3"]))),
-            ("everything", "nameserver 1.2.3.4\nsearch foo\noptions ndots:5\nnameserver 5.6.7.8",
-                Ok((&["1.2.3.4", "5.6.7.8"], &["foo"], &["ndots:5"]))),
-            ("unknown keywords ignored", "domain example.com\nsortlist 10.0.0.0", Ok((&[], &[], &[]))),
+            (
+                "empty search line clears",
+                "search foo\nsearch",
+                Ok((&[], &[], &[])),
+            ),
+            (
+                "options",
+                "options ndots:5 attempts:2",
+                Ok((&[], &[], &["ndots:5", "attempts:2"])),
+            ),
+            (
+                "last options wins",
+                "options timeout:1\noptions attempts:3",
+                Ok((&[], &[], &["attempts:3"])),
+            ),
+            (
+                "everything",
+                "nameserver 1.2.3.4\nsearch foo\noptions ndots:5\nnameserver 5.6.7.8",
+                Ok((&["1.2.3.4", "5.6.7.8"], &["foo"], &["ndots:5"])),
+            ),
+            (
+                "unknown keywords ignored",
+                "domain example.com\nsortlist 10.0.0.0",
+                Ok((&[], &[], &[])),
+            ),
             ("nameserver without address", "nameserver", Err(())),
         ];
         for (name, input, want) in cases {
