@@ -231,9 +231,9 @@ async fn assemble(pod_name: &str) -> Generated {
                 pod_ips: &pod_ips,
                 cluster_domain: "cluster.local",
                 volumes: &vols,
+                base: Default::default(),
+                block_devices: vec![],
                 envs: env.envs,
-                devices: vec![],
-                annotations: vec![],
                 node_hosts: None,
             },
         )

@@ -5,7 +5,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
-use k8s_openapi::api::core::v1::{Container, Pod, SecurityContext, VolumeMount};
+use k8s_openapi::api::core::v1::{
+    Container, EphemeralContainer, Pod, SecurityContext, VolumeMount,
+};
 
 use super::options::{EnvVar, PortMapping};
 use crate::kubelet::expansion;
@@ -128,6 +130,38 @@ pub fn expand_container_volume_mount(
         Err(ExpandError::MissingValue(
             missing.into_iter().collect::<Vec<_>>().join(", "),
         ))
+    }
+}
+
+/// An ephemeral container as the container it is run as (its common part;
+/// the target container name is the caller's to use).
+pub fn ephemeral_as_container(ec: &EphemeralContainer) -> Container {
+    let ec = ec.clone();
+    Container {
+        args: ec.args,
+        command: ec.command,
+        env: ec.env,
+        env_from: ec.env_from,
+        image: ec.image,
+        image_pull_policy: ec.image_pull_policy,
+        lifecycle: ec.lifecycle,
+        liveness_probe: ec.liveness_probe,
+        name: ec.name,
+        ports: ec.ports,
+        readiness_probe: ec.readiness_probe,
+        resize_policy: ec.resize_policy,
+        resources: ec.resources,
+        restart_policy: ec.restart_policy,
+        security_context: ec.security_context,
+        startup_probe: ec.startup_probe,
+        stdin: ec.stdin,
+        stdin_once: ec.stdin_once,
+        termination_message_path: ec.termination_message_path,
+        termination_message_policy: ec.termination_message_policy,
+        tty: ec.tty,
+        volume_devices: ec.volume_devices,
+        volume_mounts: ec.volume_mounts,
+        working_dir: ec.working_dir,
     }
 }
 
@@ -266,6 +300,19 @@ mod tests {
                 "securityContext": {"privileged": false}}]}}))
             .expect("pod");
         assert!(!has_privileged_container(&none));
+    }
+
+    #[test]
+    fn ephemeral_container_conversion() {
+        let ec: EphemeralContainer = serde_json::from_value(serde_json::json!({
+            "name": "dbg", "image": "busybox", "targetContainerName": "app",
+            "command": ["sh"], "stdin": true, "tty": true
+        }))
+        .expect("ephemeral");
+        let c = ephemeral_as_container(&ec);
+        assert_eq!(c.name, "dbg");
+        assert_eq!(c.command, Some(vec!["sh".to_string()]));
+        assert_eq!((c.stdin, c.tty), (Some(true), Some(true)));
     }
 
     #[test]

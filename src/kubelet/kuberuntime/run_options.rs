@@ -14,9 +14,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 
 use crate::cri::api::MountPropagation;
 use crate::kubelet::container::helpers::{ExpandError, expand_container_volume_mount};
-use crate::kubelet::container::{
-    Annotation, DeviceInfo, EnvVar, Mount, RunContainerOptions, SubPathMount,
-};
+use crate::kubelet::container::{DeviceInfo, EnvVar, Mount, RunContainerOptions, SubPathMount};
 use crate::kubelet::hosts::{
     ETC_HOSTS_PATH, HostsError, make_hosts_mount, should_mount_hosts_file,
 };
@@ -77,12 +75,13 @@ pub struct RunOptionsParams<'a> {
     pub cluster_domain: &'a str,
     /// The pod's mounted volumes.
     pub volumes: &'a VolumeMap,
+    /// What the container manager allocated (device plugin devices,
+    /// mounts, envs and annotations); the kubelet's own entries follow its.
+    pub base: RunContainerOptions,
+    /// Devices of block volumes, after the container manager's.
+    pub block_devices: Vec<DeviceInfo>,
     /// The resolved environment (`envvars::make_environment_variables`).
     pub envs: Vec<EnvVar>,
-    /// Devices from device plugins and block volumes.
-    pub devices: Vec<DeviceInfo>,
-    /// Annotations from device plugins.
-    pub annotations: Vec<Annotation>,
     /// The node's /etc/hosts, needed for host-network pods.
     pub node_hosts: Option<&'a str>,
 }
@@ -201,23 +200,19 @@ pub fn generate_run_container_options(
 ) -> Result<RunContainerOptions, RunOptionsError> {
     let (hostname, domain) = generate_pod_hostname_and_domain(pod, params.cluster_domain)?;
     let set_fqdn = pod.spec.as_ref().and_then(|s| s.set_hostname_as_fqdn);
-    let nodename = nodename_for_kernel(&hostname, &domain, set_fqdn)?;
-    let envs = params.envs.clone();
-    let (mounts, etc_hosts) = make_mounts(pod, container, &hostname, &domain, &params, &envs)?;
-    let pod_container_dir = container
+    let mut opts = params.base.clone();
+    opts.hostname = nodename_for_kernel(&hostname, &domain, set_fqdn)?;
+    opts.devices.extend(params.block_devices.iter().cloned());
+    opts.envs.extend(params.envs.iter().cloned());
+    let (mounts, etc_hosts) = make_mounts(pod, container, &hostname, &domain, &params, &opts.envs)?;
+    opts.mounts.extend(mounts);
+    opts.etc_hosts = etc_hosts;
+    opts.pod_container_dir = container
         .termination_message_path
         .as_deref()
         .filter(|p| !p.is_empty())
         .map(|_| pod_container_dir(params.pod_dir, &container.name));
-    Ok(RunContainerOptions {
-        envs,
-        mounts,
-        devices: params.devices,
-        annotations: params.annotations,
-        pod_container_dir,
-        hostname: nodename,
-        etc_hosts,
-    })
+    Ok(opts)
 }
 
 #[cfg(test)]

@@ -54,9 +54,9 @@ fn params<'a>(vols: &'a VolumeMap, ips: &'a [String], envs: Vec<EnvVar>) -> RunO
         pod_ips: ips,
         cluster_domain: "cluster.local",
         volumes: vols,
+        base: RunContainerOptions::default(),
+        block_devices: vec![],
         envs,
-        devices: vec![],
-        annotations: vec![],
         node_hosts: Some("127.0.0.1 localhost\n"),
     }
 }
@@ -224,4 +224,64 @@ fn fqdn_hostname_and_no_termination_path() {
     let opts = generate_run_container_options(&p, &c, params(&vols, &[], vec![])).expect("opts");
     assert_eq!(opts.hostname, "h.s.ns.svc.cluster.local");
     assert_eq!(opts.pod_container_dir, None);
+}
+
+#[test]
+fn container_manager_entries_come_first() {
+    let vols = volumes();
+    let ips = vec!["10.88.0.5".to_string()];
+    let (p, c) = pod(
+        json!({}),
+        json!([{"name": "data", "mountPath": "/data", "subPathExpr": "$(DEV)"}]),
+    );
+    let mut prm = params(&vols, &ips, vec![EnvVar::new("MINE", "1")]);
+    prm.base = RunContainerOptions {
+        envs: vec![EnvVar::new("DEV", "gpu0")],
+        mounts: vec![crate::kubelet::container::Mount {
+            name: "dev-mount".into(),
+            container_path: "/usr/local/nvidia".into(),
+            host_path: "/opt/nvidia".into(),
+            read_only: true,
+            selinux_relabel: false,
+            propagation: MountPropagation::PropagationPrivate,
+            sub_path: None,
+        }],
+        devices: vec![DeviceInfo {
+            path_on_host: "/dev/nvidia0".into(),
+            path_in_container: "/dev/nvidia0".into(),
+            permissions: "rw".into(),
+        }],
+        annotations: vec![crate::kubelet::container::Annotation {
+            name: "a".into(),
+            value: "b".into(),
+        }],
+        ..Default::default()
+    };
+    prm.block_devices = vec![DeviceInfo {
+        path_on_host: "/dev/sdb".into(),
+        path_in_container: "/dev/xvda".into(),
+        permissions: "mrw".into(),
+    }];
+    let opts = generate_run_container_options(&p, &c, prm).expect("opts");
+    let envs: Vec<&str> = opts.envs.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(envs, vec!["DEV", "MINE"]);
+    let mounts: Vec<&str> = opts
+        .mounts
+        .iter()
+        .map(|m| m.container_path.as_str())
+        .collect();
+    assert_eq!(mounts, vec!["/usr/local/nvidia", "/data", "/etc/hosts"]);
+    // The device plugin's env feeds subPathExpr.
+    assert!(
+        opts.mounts[1].host_path.ends_with("/data/gpu0"),
+        "{}",
+        opts.mounts[1].host_path
+    );
+    let devices: Vec<&str> = opts
+        .devices
+        .iter()
+        .map(|d| d.path_on_host.as_str())
+        .collect();
+    assert_eq!(devices, vec!["/dev/nvidia0", "/dev/sdb"]);
+    assert_eq!(opts.annotations.len(), 1);
 }
