@@ -1,6 +1,12 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
 
 pub mod container;
+pub mod envvars;
+pub mod expansion;
+pub mod hosts;
+pub mod kuberuntime;
+pub mod network;
 pub mod pleg;
 pub mod prober;
+pub mod qos;
 pub mod server;

@@ -1,0 +1,99 @@
+//! What the kubelet hands the runtime manager to create one container
+//! (kubecontainer's `RunContainerOptions` and its parts).
+
+use std::path::PathBuf;
+
+use crate::cri::api::MountPropagation;
+
+/// One resolved environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
+}
+
+impl EnvVar {
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        EnvVar {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// How a subPath mount still has to be prepared on the host before the
+/// container starts (create the directory, bind it safely). The volume
+/// manager does that I/O; `Mount::host_path` already names the joined path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubPathMount {
+    /// The volume's own host path.
+    pub volume_path: PathBuf,
+    /// The sub path within the volume, expanded and checked.
+    pub sub_path: String,
+    /// Index of the mount within `container.volumeMounts`.
+    pub volume_mount_index: usize,
+}
+
+/// One mount into a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The volume name (`k8s-managed-etc-hosts` for the hosts file).
+    pub name: String,
+    pub container_path: String,
+    pub host_path: String,
+    pub read_only: bool,
+    pub selinux_relabel: bool,
+    pub propagation: MountPropagation,
+    /// Set for subPath / subPathExpr mounts.
+    pub sub_path: Option<SubPathMount>,
+}
+
+/// A device made available to a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub path_on_host: String,
+    pub path_in_container: String,
+    /// cgroup permissions: some combination of `r`, `w`, `m`.
+    pub permissions: String,
+}
+
+/// A container annotation requested by a device plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    pub name: String,
+    pub value: String,
+}
+
+/// A port mapping as kubecontainer keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortMapping {
+    pub host_port: i32,
+    pub container_port: i32,
+    /// The API's protocol string (`TCP`, `UDP`, `SCTP`, or empty).
+    pub protocol: String,
+    pub host_ip: String,
+}
+
+/// The contents of the managed `/etc/hosts` file a container mount needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcHostsFile {
+    /// `<pod dir>/etc-hosts`.
+    pub path: PathBuf,
+    pub content: String,
+}
+
+/// Everything the runtime manager needs beyond the container spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunContainerOptions {
+    pub envs: Vec<EnvVar>,
+    pub mounts: Vec<Mount>,
+    pub devices: Vec<DeviceInfo>,
+    pub annotations: Vec<Annotation>,
+    /// `<pod dir>/containers/<name>`: where the termination-log file goes.
+    /// `None` when the container has no termination message path.
+    pub pod_container_dir: Option<PathBuf>,
+    /// The container's hostname (the FQDN when setHostnameAsFQDN).
+    pub hostname: String,
+    /// The hosts file to write before the container starts, when mounted.
+    pub etc_hosts: Option<EtcHostsFile>,
+}
