@@ -1,1 +1,3 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
+
+pub mod eviction;
