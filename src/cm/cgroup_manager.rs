@@ -234,7 +234,7 @@ impl CgroupManager for CgroupManagerImpl {
                 &self.writer,
                 mount,
                 &path,
-                &self.subsystems.unified_controllers(),
+                self.subsystems.unified_controllers(),
             )?;
         } else {
             v1::create(&self.writer, &self.subsystems, &literal)?;

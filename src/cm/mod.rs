@@ -32,7 +32,13 @@ pub mod systemd;
 #[cfg(test)]
 mod capacity_tests;
 #[cfg(test)]
+mod cgroup_manager_tests;
+#[cfg(test)]
 mod helpers_tests;
+#[cfg(test)]
+mod manager_tests;
+#[cfg(test)]
+mod testing;
 
 pub use cgroup_manager::{CgroupDriver, CgroupManager, CgroupManagerImpl};
 pub use cgroup_name::CgroupName;

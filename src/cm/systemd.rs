@@ -156,7 +156,7 @@ pub fn quota_per_sec_usec(quota: i64, period: u64) -> u64 {
     }
     let period = if period == 0 { 100_000 } else { period };
     let mut per_sec = (quota as u64).saturating_mul(1_000_000) / period;
-    if per_sec % 10_000 != 0 {
+    if !per_sec.is_multiple_of(10_000) {
         per_sec = (per_sec / 10_000 + 1) * 10_000;
     }
     per_sec

@@ -422,7 +422,8 @@ mod tests {
 
     #[test]
     fn statement_table() {
-        let cases: &[(&str, &str, Result<Option<&str>, &str>)] = &[
+        type Case<'a> = (&'a str, &'a str, Result<Option<&'a str>, &'a str>);
+        let cases: &[Case] = &[
             ("memory.available", "0%", Ok(None)),
             ("memory.available", "100%", Ok(None)),
             ("memory.available", "5.5%", Ok(Some("0.055"))),
