@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use super::cpuset::CpuSet;
 use super::error::CmError;
 use super::resources::{
-    RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PID, RESOURCE_PODS,
-    ResourceList, hugepage_resource_name, is_hugepage_resource,
+    RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PID, ResourceList,
+    hugepage_resource_name, is_hugepage_resource,
 };
 use crate::cadvisor::{FsInfo, MachineInfo};
 use crate::util::quantity::{Quantity, parse as parse_quantity};
@@ -170,9 +170,4 @@ pub fn parse_qos_reserved(
         out.insert(name.clone(), pct);
     }
     Ok(out)
-}
-
-/// The name and format the `pods` resource is kept under.
-pub fn pods_resource_name() -> &'static str {
-    RESOURCE_PODS
 }

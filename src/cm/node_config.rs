@@ -100,6 +100,17 @@ impl Default for NodeConfig {
 }
 
 impl NodeConfig {
+    /// With cgroupsPerQOS and no cgroupRoot, the root is `/` (the start-up
+    /// pipeline applies this before building the container manager, as Go does).
+    pub fn apply_cgroup_root_default(&mut self) {
+        if self.cgroups_per_qos && self.cgroup_root.is_empty() {
+            tracing::info!(
+                "--cgroups-per-qos enabled, but --cgroup-root was not specified; defaulting to /"
+            );
+            self.cgroup_root = "/".into();
+        }
+    }
+
     /// The CFS period in µs.
     pub fn cpu_cfs_quota_period_us(&self) -> u64 {
         self.cpu_cfs_quota_period.as_micros() as u64
@@ -251,6 +262,13 @@ mod tests {
                 Some("between 1ms and 1s"),
             ),
         ];
+        let mut c = NodeConfig {
+            cgroup_root: String::new(),
+            ..Default::default()
+        };
+        c.apply_cgroup_root_default();
+        assert_eq!(c.cgroup_root, "/");
+        c.validate().unwrap();
         for (what, edit, want) in cases {
             let mut c = NodeConfig::default();
             edit(&mut c);

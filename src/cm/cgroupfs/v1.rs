@@ -9,10 +9,11 @@ use crate::cm::error::CmError;
 use crate::cm::resources::ResourceConfig;
 use crate::cm::subsystems::CgroupSubsystems;
 
-/// Hierarchies a cgroup is created in, when mounted (runc's list).
-pub const SUBSYSTEMS: [&str; 14] = [
+/// Hierarchies a cgroup is created in, when mounted (runc's list). The
+/// devices hierarchy is not among them: the kubelet leaves device access to
+/// the runtime, and its cgroups skip that controller as Go's do.
+pub const SUBSYSTEMS: [&str; 13] = [
     "cpuset",
-    "devices",
     "memory",
     "cpu",
     "cpuacct",
@@ -210,7 +211,7 @@ mod tests {
     fn fake_tree() -> (tempfile::TempDir, CgroupSubsystems) {
         let dir = tempfile::tempdir().unwrap();
         let mut mountinfo = String::new();
-        for (i, s) in ["cpu", "cpuacct", "cpuset", "memory", "pids"]
+        for (i, s) in ["cpu", "cpuacct", "cpuset", "memory", "pids", "devices"]
             .iter()
             .enumerate()
         {
@@ -234,6 +235,10 @@ mod tests {
         let w = CgroupWriter::new(WriteMode::PlainFiles);
         let paths = create(&w, &subs, "/kubepods/burstable").unwrap();
         assert_eq!(paths.len(), 5);
+        assert!(
+            !dir.path().join("devices/kubepods").exists(),
+            "devices is left to the runtime"
+        );
         for s in ["cpu", "cpuacct", "cpuset", "memory", "pids"] {
             assert!(
                 dir.path().join(s).join("kubepods/burstable").is_dir(),
