@@ -187,6 +187,7 @@ async fn pod_cgroups_cgroupfs() {
     for (pod, literal) in &cases {
         let (_, got) = pcm.get_pod_container_name(pod).unwrap();
         assert_eq!(&got, literal);
+        assert_eq!(&pcm.get_pod_cgroup_parent(pod).unwrap(), literal);
         assert!(!pcm.exists(pod).await);
         pcm.ensure_exists(pod).await.unwrap();
         assert!(pcm.exists(pod).await);

@@ -52,6 +52,11 @@ pub trait PodContainerManager: Send + Sync + 'static {
     /// The pod's cgroup name and its literal form for the driver (what the
     /// runtime gets as the sandbox's cgroup parent).
     fn get_pod_container_name(&self, pod: &Pod) -> Result<(CgroupName, String), CmError>;
+    /// The literal cgroup parent for the pod's sandbox (the second half of
+    /// [`PodContainerManager::get_pod_container_name`]).
+    fn get_pod_cgroup_parent(&self, pod: &Pod) -> Result<String, CmError> {
+        self.get_pod_container_name(pod).map(|(_, literal)| literal)
+    }
     async fn exists(&self, pod: &Pod) -> bool;
     /// Creates the pod cgroup with limits from its spec, unless it exists.
     async fn ensure_exists(&self, pod: &Pod) -> Result<(), CmError>;
