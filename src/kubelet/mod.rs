@@ -2,6 +2,7 @@
 
 pub mod container;
 pub mod envvars;
+pub mod eviction;
 pub mod expansion;
 pub mod hosts;
 pub mod kuberuntime;
