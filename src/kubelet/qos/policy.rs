@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::class::{QosClass, get_pod_qos};
+use super::{QosClass, get_pod_qos};
 use super::critical::is_node_critical_pod;
 use crate::util::quantity;
 
