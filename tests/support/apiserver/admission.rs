@@ -43,22 +43,42 @@ fn volumes(pod: &Value) -> Vec<&Value> {
 fn mirror_pod_checks(res: &ResourceDef, pod: &Value) -> Result<(), ApiError> {
     let name = meta::name(pod);
     if meta::str_at(pod, &["spec", "serviceAccountName"]).is_some_and(|s| !s.is_empty()) {
-        return Err(forbidden(res, name, "a mirror pod may not reference service accounts"));
+        return Err(forbidden(
+            res,
+            name,
+            "a mirror pod may not reference service accounts",
+        ));
     }
     for v in volumes(pod) {
         if v.get("secret").is_some() {
-            return Err(forbidden(res, name, "a mirror pod may not reference secrets"));
+            return Err(forbidden(
+                res,
+                name,
+                "a mirror pod may not reference secrets",
+            ));
         }
         if v.get("configMap").is_some() {
-            return Err(forbidden(res, name, "a mirror pod may not reference configmaps"));
+            return Err(forbidden(
+                res,
+                name,
+                "a mirror pod may not reference configmaps",
+            ));
         }
         if let Some(Value::Array(sources)) = meta::get_path(v, &["projected", "sources"]) {
             for s in sources {
                 if s.get("secret").is_some() {
-                    return Err(forbidden(res, name, "a mirror pod may not reference secrets"));
+                    return Err(forbidden(
+                        res,
+                        name,
+                        "a mirror pod may not reference secrets",
+                    ));
                 }
                 if s.get("configMap").is_some() {
-                    return Err(forbidden(res, name, "a mirror pod may not reference configmaps"));
+                    return Err(forbidden(
+                        res,
+                        name,
+                        "a mirror pod may not reference configmaps",
+                    ));
                 }
                 if s.get("serviceAccountToken").is_some() {
                     return Err(forbidden(
@@ -112,8 +132,11 @@ fn service_account(tx: &Inner, res: &ResourceDef, pod: &mut Value) -> Result<(),
                 ),
             )
         })?;
-    let pod_says = meta::get_path(pod, &["spec", "automountServiceAccountToken"]).and_then(Value::as_bool);
-    let sa_says = sa.get("automountServiceAccountToken").and_then(Value::as_bool);
+    let pod_says =
+        meta::get_path(pod, &["spec", "automountServiceAccountToken"]).and_then(Value::as_bool);
+    let sa_says = sa
+        .get("automountServiceAccountToken")
+        .and_then(Value::as_bool);
     if pod_says.or(sa_says) == Some(false) || mounts_sa_path(pod) {
         return Ok(());
     }
@@ -137,7 +160,9 @@ fn service_account(tx: &Inner, res: &ResourceDef, pod: &mut Value) -> Result<(),
     for list in ["initContainers", "containers"] {
         if let Some(Value::Array(cs)) = spec.get_mut(list) {
             for c in cs {
-                let mounts = meta::obj_at(c, &[]).entry("volumeMounts").or_insert_with(|| json!([]));
+                let mounts = meta::obj_at(c, &[])
+                    .entry("volumeMounts")
+                    .or_insert_with(|| json!([]));
                 if let Value::Array(m) = mounts {
                     m.push(json!({"name": vol_name, "readOnly": true, "mountPath": SA_MOUNT_PATH}));
                 }
@@ -168,14 +193,16 @@ fn priority(res: &ResourceDef, pod: &mut Value) -> Result<(), ApiError> {
             ));
         }
     };
-    if let Some(given) = spec.get("priority").and_then(Value::as_i64) {
-        if given != computed {
-            return Err(forbidden(
-                res,
-                &name,
-                &format!("the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {computed} from the given PriorityClass name"),
-            ));
-        }
+    if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != computed
+    {
+        return Err(forbidden(
+            res,
+            &name,
+            &format!(
+                "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {computed} from the given PriorityClass name"
+            ),
+        ));
     }
     spec.insert("priority".into(), json!(computed));
     if spec.get("preemptionPolicy").is_none_or(Value::is_null) {
@@ -191,7 +218,10 @@ fn default_tolerations(pod: &mut Value) {
     let Value::Array(list) = tols else {
         return;
     };
-    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
         let covered = list.iter().any(|t| {
             let effect = meta::str_at(t, &["effect"]).unwrap_or("");
             let k = meta::str_at(t, &["key"]).unwrap_or("");
@@ -210,7 +240,12 @@ fn default_tolerations(pod: &mut Value) {
 }
 
 /// The mutating plugins, on pod create.
-pub fn admit_pod(shared: &Shared, tx: &Inner, res: &ResourceDef, pod: &mut Value) -> Result<(), ApiError> {
+pub fn admit_pod(
+    shared: &Shared,
+    tx: &Inner,
+    res: &ResourceDef,
+    pod: &mut Value,
+) -> Result<(), ApiError> {
     let mirror = meta::annotation(pod, MIRROR_ANNOTATION).is_some();
     if mirror {
         mirror_pod_checks(res, pod)?;
@@ -249,7 +284,8 @@ pub fn node_restriction(
                     "node \"{node}\" can only create pods with spec.nodeName set to itself"
                 ));
             }
-            if let Some(Value::Array(refs)) = meta::get_path(pod, &["metadata", "ownerReferences"]) {
+            if let Some(Value::Array(refs)) = meta::get_path(pod, &["metadata", "ownerReferences"])
+            {
                 let ok = refs.len() == 1 && {
                     let r = &refs[0];
                     meta::str_at(r, &["apiVersion"]) == Some("v1")
@@ -265,29 +301,34 @@ pub fn node_restriction(
             }
             for v in volumes(pod) {
                 if v.get("persistentVolumeClaim").is_some() {
-                    return fail(format!("node \"{node}\" can not create pods that reference persistentvolumeclaims"));
+                    return fail(format!(
+                        "node \"{node}\" can not create pods that reference persistentvolumeclaims"
+                    ));
                 }
             }
             Ok(())
         }
-        ("pods", _) if verb != "get" && verb != "list" && verb != "watch" => {
-            match obj {
-                None => Ok(()),
-                Some(p) if meta::str_at(p, &["spec", "nodeName"]) == Some(node) => Ok(()),
-                Some(_) => fail(format!(
-                    "node \"{node}\" can only {verb} pods with spec.nodeName set to itself"
-                )),
-            }
-        }
+        ("pods", _) if verb != "get" && verb != "list" && verb != "watch" => match obj {
+            None => Ok(()),
+            Some(p) if meta::str_at(p, &["spec", "nodeName"]) == Some(node) => Ok(()),
+            Some(_) => fail(format!(
+                "node \"{node}\" can only {verb} pods with spec.nodeName set to itself"
+            )),
+        },
         ("nodes", _) if verb != "get" && verb != "list" && verb != "watch" => {
             if name != node {
-                return fail(format!("node \"{node}\" is not allowed to modify node \"{name}\""));
+                return fail(format!(
+                    "node \"{node}\" is not allowed to modify node \"{name}\""
+                ));
             }
             Ok(())
         }
         ("leases", _) if verb != "list" && verb != "watch" => {
             if name != node {
-                return fail("can only access node lease with the same name as the requesting node".to_string());
+                return fail(
+                    "can only access node lease with the same name as the requesting node"
+                        .to_string(),
+                );
             }
             Ok(())
         }

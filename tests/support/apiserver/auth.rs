@@ -34,7 +34,10 @@ impl UserInfo {
 
     /// The cluster admin the double's own helpers act as.
     pub fn admin() -> Self {
-        Self::new("kubernetes-admin", &["system:masters", "system:authenticated"])
+        Self::new(
+            "kubernetes-admin",
+            &["system:masters", "system:authenticated"],
+        )
     }
 
     pub fn from_cert(s: &Subject) -> Self {
@@ -74,8 +77,7 @@ fn is_bootstrap_token(t: &str) -> Option<(&str, &str)> {
     let (id, secret) = t.split_once('.')?;
     let ok = |s: &str, n: usize| {
         s.len() == n
-            && s
-                .chars()
+            && s.chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
     };
     (ok(id, 6) && ok(secret, 16)).then_some((id, secret))
@@ -96,8 +98,7 @@ fn bootstrap_user(shared: &Shared, id: &str, secret: &str) -> Option<UserInfo> {
         return None;
     }
     let data = obj.get("data")?;
-    if decode_b64(data.get("token-id"))? != id || decode_b64(data.get("token-secret"))? != secret
-    {
+    if decode_b64(data.get("token-id"))? != id || decode_b64(data.get("token-secret"))? != secret {
         return None;
     }
     if decode_b64(data.get("usage-bootstrap-authentication")).as_deref() != Some("true") {
@@ -226,6 +227,6 @@ pub fn authorize(user: &UserInfo, a: &Attributes<'_>) -> Result<(), ApiError> {
     if !res.group.is_empty() {
         d["group"] = Value::String(res.group.to_string());
     }
-    e.details = Some(d);
+    e.details = Some(Box::new(d));
     Err(e)
 }

@@ -21,40 +21,53 @@ pub const KUBELET_SERVING: &str = "kubernetes.io/kubelet-serving";
 pub const APISERVER_CLIENT: &str = "kubernetes.io/kube-apiserver-client";
 
 fn request_pem(csr: &Value) -> Option<String> {
-    let b = STANDARD.decode(meta::str_at(csr, &["spec", "request"])?).ok()?;
+    let b = STANDARD
+        .decode(meta::str_at(csr, &["spec", "request"])?)
+        .ok()?;
     String::from_utf8(b).ok()
 }
 
 fn usages(csr: &Value) -> Vec<String> {
     meta::get_path(csr, &["spec", "usages"])
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// Create-time validation of a CSR.
 pub fn validate_create(res: &ResourceDef, csr: &Value) -> Result<(), ApiError> {
     let name = meta::name(csr);
-    let invalid = |f: &str, m: String| ApiError::invalid(res.kind, res.group, name, &[(f.to_string(), m)]);
+    let invalid =
+        |f: &str, m: String| ApiError::invalid(res.kind, res.group, name, &[(f.to_string(), m)]);
     match request_pem(csr) {
         Some(pem) => {
-            pki::csr_subject(&pem).map_err(|e| invalid("spec.request", format!("Invalid value: {e}")))?;
+            pki::csr_subject(&pem)
+                .map_err(|e| invalid("spec.request", format!("Invalid value: {e}")))?;
         }
         None => return Err(invalid("spec.request", "Required value".into())),
     }
-    if meta::str_at(csr, &["spec", "signerName"]).unwrap_or("").is_empty() {
+    if meta::str_at(csr, &["spec", "signerName"])
+        .unwrap_or("")
+        .is_empty()
+    {
         return Err(invalid("spec.signerName", "Required value".into()));
     }
     if usages(csr).is_empty() {
         return Err(invalid("spec.usages", "Required value".into()));
     }
-    if let Some(e) = meta::get_path(csr, &["spec", "expirationSeconds"]).and_then(Value::as_i64) {
-        if e < 600 {
-            return Err(invalid(
-                "spec.expirationSeconds",
-                format!("Invalid value: {e}: may not specify a duration less than 600 seconds (10 minutes)"),
-            ));
-        }
+    if let Some(e) = meta::get_path(csr, &["spec", "expirationSeconds"]).and_then(Value::as_i64)
+        && e < 600
+    {
+        return Err(invalid(
+            "spec.expirationSeconds",
+            format!(
+                "Invalid value: {e}: may not specify a duration less than 600 seconds (10 minutes)"
+            ),
+        ));
     }
     Ok(())
 }
@@ -64,7 +77,8 @@ fn has_condition(csr: &Value, ty: &str) -> bool {
         .and_then(Value::as_array)
         .is_some_and(|cs| {
             cs.iter().any(|c| {
-                meta::str_at(c, &["type"]) == Some(ty) && meta::str_at(c, &["status"]) != Some("False")
+                meta::str_at(c, &["type"]) == Some(ty)
+                    && meta::str_at(c, &["status"]) != Some("False")
             })
         })
 }
@@ -140,7 +154,9 @@ pub fn reconcile(shared: &Shared, tx: &mut Inner, res: &'static ResourceDef, nam
     let Some(mut csr) = tx.get(res, &ObjKey::new("", name)).cloned() else {
         return;
     };
-    let signer = meta::str_at(&csr, &["spec", "signerName"]).unwrap_or("").to_string();
+    let signer = meta::str_at(&csr, &["spec", "signerName"])
+        .unwrap_or("")
+        .to_string();
     let decided = has_condition(&csr, "Approved") || has_condition(&csr, "Denied");
     if shared.opts.auto_approve_csrs && !decided && signer == KUBELET_CLIENT {
         let now = meta::now_rfc3339();

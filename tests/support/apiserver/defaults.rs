@@ -60,7 +60,12 @@ fn probe(p: &mut Map<String, Value>) {
     set_if_absent(p, "periodSeconds", json!(10));
     set_if_absent(p, "successThreshold", json!(1));
     set_if_absent(p, "failureThreshold", json!(3));
-    for k in ["timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"] {
+    for k in [
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
         if p.get(k) == Some(&json!(0)) {
             let d = match k {
                 "timeoutSeconds" | "successThreshold" => 1,
@@ -74,13 +79,19 @@ fn probe(p: &mut Map<String, Value>) {
 }
 
 fn field_ref(m: &mut Map<String, Value>) {
-    with_obj(m.get_mut("fieldRef"), |f| set_if_absent(f, "apiVersion", json!("v1")));
+    with_obj(m.get_mut("fieldRef"), |f| {
+        set_if_absent(f, "apiVersion", json!("v1"))
+    });
 }
 
 fn container(c: &mut Map<String, Value>, host_network: bool) {
     set_if_absent(c, "terminationMessagePath", json!("/dev/termination-log"));
     set_if_absent(c, "terminationMessagePolicy", json!("File"));
-    if c.get("imagePullPolicy").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if c.get("imagePullPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         let policy = if image_tag(image) == Some("latest") {
             "Always"
@@ -91,10 +102,11 @@ fn container(c: &mut Map<String, Value>, host_network: bool) {
     }
     each_obj(c.get_mut("ports"), |p| {
         set_if_absent(p, "protocol", json!("TCP"));
-        if host_network && p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0 {
-            if let Some(cp) = p.get("containerPort").cloned() {
-                p.insert("hostPort".into(), cp);
-            }
+        if host_network
+            && p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
+            && let Some(cp) = p.get("containerPort").cloned()
+        {
+            p.insert("hostPort".into(), cp);
         }
     });
     each_obj(c.get_mut("env"), |e| {
@@ -138,10 +150,14 @@ fn volume(v: &mut Map<String, Value>) {
         v.insert("emptyDir".into(), json!({}));
     }
     for k in ["secret", "configMap", "downwardAPI", "projected"] {
-        with_obj(v.get_mut(k), |s| set_if_absent(s, "defaultMode", json!(420)));
+        with_obj(v.get_mut(k), |s| {
+            set_if_absent(s, "defaultMode", json!(420))
+        });
     }
     with_obj(v.get_mut("downwardAPI"), downward_items);
-    with_obj(v.get_mut("hostPath"), |h| set_if_absent(h, "type", json!("")));
+    with_obj(v.get_mut("hostPath"), |h| {
+        set_if_absent(h, "type", json!(""))
+    });
     with_obj(v.get_mut("projected"), |p| {
         each_obj(p.get_mut("sources"), |s| {
             with_obj(s.get_mut("serviceAccountToken"), |t| {
@@ -183,10 +199,10 @@ pub fn object(kind: &str, obj: &mut Value) {
         }
         "Node" => {
             let status = meta::obj_at(obj, &["status"]);
-            if !status.contains_key("allocatable") {
-                if let Some(c) = status.get("capacity").cloned() {
-                    status.insert("allocatable".into(), c);
-                }
+            if !status.contains_key("allocatable")
+                && let Some(c) = status.get("capacity").cloned()
+            {
+                status.insert("allocatable".into(), c);
             }
         }
         "Service" => {
@@ -208,7 +224,11 @@ pub fn object(kind: &str, obj: &mut Value) {
             set_if_absent(meta::obj_at(obj, &["status"]), "phase", json!("Pending"));
         }
         "PersistentVolumeClaim" => {
-            set_if_absent(meta::obj_at(obj, &["spec"]), "volumeMode", json!("Filesystem"));
+            set_if_absent(
+                meta::obj_at(obj, &["spec"]),
+                "volumeMode",
+                json!("Filesystem"),
+            );
             set_if_absent(meta::obj_at(obj, &["status"]), "phase", json!("Pending"));
         }
         "CSIDriver" => {

@@ -8,7 +8,7 @@ use super::admission;
 use super::errors::{ApiError, success_status};
 use super::meta;
 use super::ops::Caller;
-use super::resources::{self, ResourceDef, RESOURCES};
+use super::resources::{self, RESOURCES, ResourceDef};
 use super::selectors::Selectors;
 use super::server::Shared;
 use super::store::{Inner, ObjKey};
@@ -52,14 +52,20 @@ pub fn delete(
     opts: &DeleteOptions,
     c: &Caller<'_>,
 ) -> Result<Value, ApiError> {
-    shared.store.tx(|tx| delete_in(shared, tx, res, ns, name, opts, c))
+    shared
+        .store
+        .tx(|tx| delete_in(shared, tx, res, ns, name, opts, c))
 }
 
 fn mark_deleting(obj: &mut Value, grace: i64) {
     let m = meta::metadata(obj);
     m.insert("deletionTimestamp".into(), json!(meta::rfc3339_in(grace)));
     m.insert("deletionGracePeriodSeconds".into(), json!(grace));
-    if let Some(g) = m.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+    if let Some(g) = m
+        .get("generation")
+        .and_then(Value::as_i64)
+        .filter(|g| *g > 0)
+    {
         m.insert("generation".into(), json!(g + 1));
     }
 }
@@ -87,26 +93,29 @@ pub fn delete_in(
         .cloned()
         .ok_or_else(|| ApiError::not_found(res, name))?;
     admission::node_restriction(c.user, "delete", res, None, Some(&existing), name)?;
-    if let Some(uid) = &opts.precondition_uid {
-        if uid != meta::uid(&existing) {
-            return Err(ApiError::conflict(
-                res,
-                name,
-                &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta::uid(&existing)),
-            ));
-        }
+    if let Some(uid) = &opts.precondition_uid
+        && uid != meta::uid(&existing)
+    {
+        return Err(ApiError::conflict(
+            res,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta::uid(&existing)
+            ),
+        ));
     }
-    if let Some(rv) = &opts.precondition_rv {
-        if rv != meta::resource_version(&existing) {
-            return Err(ApiError::conflict(
-                res,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    meta::resource_version(&existing)
-                ),
-            ));
-        }
+    if let Some(rv) = &opts.precondition_rv
+        && rv != meta::resource_version(&existing)
+    {
+        return Err(ApiError::conflict(
+            res,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                meta::resource_version(&existing)
+            ),
+        ));
     }
     if res.kind == "Namespace" {
         return delete_namespace(shared, tx, res, existing, c);
@@ -157,12 +166,23 @@ fn delete_namespace(
         meta::obj_at(&mut ns_obj, &["status"]).insert("phase".into(), json!("Terminating"));
         ns_obj = tx.replace(res, ns_obj);
     }
-    for r in RESOURCES.iter().filter(|r| r.namespaced && !r.virtual_create) {
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.namespaced && !r.virtual_create)
+    {
         for obj in tx.list(r, Some(&ns)) {
             if meta::is_deleting(&obj) {
                 continue;
             }
-            let _ = delete_in(shared, tx, r, &ns, meta::name(&obj), &DeleteOptions::default(), c);
+            let _ = delete_in(
+                shared,
+                tx,
+                r,
+                &ns,
+                meta::name(&obj),
+                &DeleteOptions::default(),
+                c,
+            );
         }
     }
     finish_namespace_if_empty(tx, &ns);
@@ -206,7 +226,15 @@ pub fn delete_collection(
     shared.store.tx(|tx| {
         let mut items = Vec::new();
         for obj in tx.list(res, ns).into_iter().filter(|o| sel.matches(o)) {
-            let v = delete_in(shared, tx, res, meta::namespace(&obj), meta::name(&obj), opts, c)?;
+            let v = delete_in(
+                shared,
+                tx,
+                res,
+                meta::namespace(&obj),
+                meta::name(&obj),
+                opts,
+                c,
+            )?;
             items.push(v);
         }
         Ok(json!({

@@ -10,7 +10,7 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     pub retry_after: Option<u32>,
 }
 
@@ -36,14 +36,18 @@ impl ApiError {
 
     pub fn not_found(res: &ResourceDef, name: &str) -> Self {
         ApiError {
-            details: Some(details(res, name)),
-            ..Self::new(404, "NotFound", format!("{} \"{}\" not found", res.id, name))
+            details: Some(Box::new(details(res, name))),
+            ..Self::new(
+                404,
+                "NotFound",
+                format!("{} \"{}\" not found", res.id, name),
+            )
         }
     }
 
     pub fn already_exists(res: &ResourceDef, name: &str) -> Self {
         ApiError {
-            details: Some(details(res, name)),
+            details: Some(Box::new(details(res, name))),
             ..Self::new(
                 409,
                 "AlreadyExists",
@@ -55,7 +59,7 @@ impl ApiError {
     /// 409 Conflict, "Operation cannot be fulfilled on ...".
     pub fn conflict(res: &ResourceDef, name: &str, why: &str) -> Self {
         ApiError {
-            details: Some(details(res, name)),
+            details: Some(Box::new(details(res, name))),
             ..Self::new(
                 409,
                 "Conflict",
@@ -104,7 +108,7 @@ impl ApiError {
         d["kind"] = json!(kind);
         d["causes"] = json!(causes);
         ApiError {
-            details: Some(d),
+            details: Some(Box::new(d)),
             ..Self::new(422, "Invalid", message)
         }
     }
@@ -129,7 +133,9 @@ impl ApiError {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
         )
     }
 
@@ -144,8 +150,12 @@ impl ApiError {
     pub fn too_many_requests(retry_after: u32) -> Self {
         ApiError {
             retry_after: Some(retry_after),
-            details: Some(json!({ "retryAfterSeconds": retry_after })),
-            ..Self::new(429, "TooManyRequests", "Too many requests, please try again later.")
+            details: Some(Box::new(json!({ "retryAfterSeconds": retry_after }))),
+            ..Self::new(
+                429,
+                "TooManyRequests",
+                "Too many requests, please try again later.",
+            )
         }
     }
 
@@ -168,7 +178,7 @@ impl ApiError {
             "reason": self.reason,
         });
         if let Some(d) = &self.details {
-            s["details"] = d.clone();
+            s["details"] = (**d).clone();
         }
         s["code"] = json!(self.code);
         s

@@ -134,7 +134,9 @@ fn hits(f: &Fault, t: &FaultTarget<'_>) -> bool {
     f.times > 0
         && f.verb.is_none_or(|v| Some(v) == t.verb)
         && f.resource.as_deref().is_none_or(|r| Some(r) == t.resource)
-        && f.subresource.as_deref().is_none_or(|s| Some(s) == t.subresource)
+        && f.subresource
+            .as_deref()
+            .is_none_or(|s| Some(s) == t.subresource)
         && f.name.as_deref().is_none_or(|n| Some(n) == t.name)
         && f.user.as_deref().is_none_or(|u| u == t.user)
 }

@@ -31,7 +31,8 @@ pub type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 pub fn full(code: u16, content_type: &str, bytes: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Full::new(bytes.into()).boxed());
-    *r.status_mut() = hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    *r.status_mut() =
+        hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
     if let Ok(v) = content_type.parse() {
         h.insert("content-type", v);
@@ -48,10 +49,10 @@ pub fn json_response(code: u16, v: &Value) -> Response<Body> {
 
 pub fn error_response(e: &ApiError) -> Response<Body> {
     let mut r = json_response(e.code, &e.to_status());
-    if let Some(s) = e.retry_after {
-        if let Ok(v) = s.to_string().parse() {
-            r.headers_mut().insert("retry-after", v);
-        }
+    if let Some(s) = e.retry_after
+        && let Ok(v) = s.to_string().parse()
+    {
+        r.headers_mut().insert("retry-after", v);
     }
     r
 }
@@ -69,16 +70,26 @@ enum Target {
 }
 
 fn not_found_path() -> ApiError {
-    let mut e = ApiError::new(404, "NotFound", "the server could not find the requested resource");
-    e.details = Some(serde_json::json!({}));
+    let mut e = ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    );
+    e.details = Some(Box::new(serde_json::json!({})));
     e
 }
 
 fn route(method: &Method, path: &str, q: &HashMap<String, String>) -> Result<Target, ApiError> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     let (group, version, mut rest) = match segs.as_slice() {
         ["api", version, rest @ ..] if !rest.is_empty() => ("", *version, rest.to_vec()),
-        ["apis", group, version, rest @ ..] if !rest.is_empty() => (*group, *version, rest.to_vec()),
+        ["apis", group, version, rest @ ..] if !rest.is_empty() => {
+            (*group, *version, rest.to_vec())
+        }
         _ => return Ok(Target::NonResource),
     };
     let mut watch = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
@@ -93,7 +104,12 @@ fn route(method: &Method, path: &str, q: &HashMap<String, String>) -> Result<Tar
         if rest.len() > 5 {
             return Err(not_found_path());
         }
-        (Some(rest[1]), rest[2], rest.get(3).copied(), rest.get(4).copied())
+        (
+            Some(rest[1]),
+            rest[2],
+            rest.get(3).copied(),
+            rest.get(4).copied(),
+        )
     } else {
         if rest.len() > 3 {
             return Err(not_found_path());
@@ -104,10 +120,10 @@ fn route(method: &Method, path: &str, q: &HashMap<String, String>) -> Result<Tar
     if namespace.is_some() != res.namespaced && (name.is_some() || *method != Method::GET) {
         return Err(not_found_path());
     }
-    if let Some(s) = sub {
-        if !res.has_subresource(s) {
-            return Err(not_found_path());
-        }
+    if let Some(s) = sub
+        && !res.has_subresource(s)
+    {
+        return Err(not_found_path());
     }
     let verb = match (method.as_str(), name.is_some()) {
         ("GET", _) if watch => Verb::Watch,
@@ -176,14 +192,18 @@ fn json_body_type(content_type: Option<&str>) -> Result<(), ApiError> {
 }
 
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
 }
 
 fn selectors(q: &HashMap<String, String>, res: &ResourceDef) -> Result<Selectors, ApiError> {
     let labels = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))
         .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map(String::as_str).unwrap_or(""), res)
-        .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(
+        q.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        res,
+    )
+    .map_err(ApiError::bad_request)?;
     Ok(Selectors { labels, fields })
 }
 
@@ -192,7 +212,9 @@ fn non_resource(shared: &Shared, path: &str) -> Result<Response<Body>, ApiError>
     let segs: Vec<&str> = p.trim_matches('/').split('/').collect();
     let v = match segs.as_slice() {
         ["version"] => discovery::version(&shared.opts),
-        ["healthz"] | ["livez"] | ["readyz"] => return Ok(full(200, "text/plain; charset=utf-8", "ok")),
+        ["healthz"] | ["livez"] | ["readyz"] => {
+            return Ok(full(200, "text/plain; charset=utf-8", "ok"));
+        }
         ["api"] => discovery::core_versions(&shared.addr.to_string()),
         ["api", v] => discovery::resource_list("", v).ok_or_else(not_found_path)?,
         ["apis"] => discovery::groups(),
@@ -231,9 +253,18 @@ fn resource(
         user,
         dry_run: p.query.get("dryRun").is_some_and(|d| d == "All"),
     };
-    let render = |v: Value| if partial { list::as_partial_metadata(&v) } else { v };
+    let render = |v: Value| {
+        if partial {
+            list::as_partial_metadata(&v)
+        } else {
+            v
+        }
+    };
     match verb {
-        Verb::Get => Ok(json_response(200, &render(list::get(shared, res, ns, name_s)?))),
+        Verb::Get => Ok(json_response(
+            200,
+            &render(list::get(shared, res, ns, name_s)?),
+        )),
         Verb::List => {
             let q = ListQuery {
                 selectors: selectors(&p.query, res)?,
@@ -243,7 +274,14 @@ fn resource(
                 resource_version_match: p.query.get("resourceVersionMatch").cloned(),
             };
             let l = list::list(shared, res, namespace, &q)?;
-            Ok(json_response(200, &if partial { list::list_as_partial_metadata(&l) } else { l }))
+            Ok(json_response(
+                200,
+                &if partial {
+                    list::list_as_partial_metadata(&l)
+                } else {
+                    l
+                },
+            ))
         }
         Verb::Watch => {
             let mut sel = selectors(&p.query, res)?;
@@ -254,20 +292,33 @@ fn resource(
             let q = WatchQuery {
                 selectors: sel,
                 resource_version: p.query.get("resourceVersion").cloned(),
-                bookmarks: p.query.get("allowWatchBookmarks").is_some_and(|b| b == "true" || b == "1"),
+                bookmarks: p
+                    .query
+                    .get("allowWatchBookmarks")
+                    .is_some_and(|b| b == "true" || b == "1"),
                 timeout: p
                     .query
                     .get("timeoutSeconds")
                     .and_then(|t| t.parse().ok())
                     .map(Duration::from_secs),
             };
-            watch::start(shared.clone(), cancel.clone(), res, namespace.map(str::to_string), q, partial)
+            watch::start(
+                shared.clone(),
+                cancel.clone(),
+                res,
+                namespace.map(str::to_string),
+                q,
+                partial,
+            )
         }
         Verb::Create => {
             json_body_type(p.content_type.as_deref())?;
             let mut body = parse_body(&p.body)?;
             if sub == Some("token") {
-                return Ok(json_response(201, &tokens::token_request(shared, ns, name_s, body)?));
+                return Ok(json_response(
+                    201,
+                    &tokens::token_request(shared, ns, name_s, body)?,
+                ));
             }
             if res.virtual_create {
                 ops::check_kind(res, &mut body)?;
@@ -277,7 +328,10 @@ fn resource(
                 };
                 return Ok(json_response(201, &out));
             }
-            Ok(json_response(201, &render(ops::create(shared, res, ns, body, &c)?)))
+            Ok(json_response(
+                201,
+                &render(ops::create(shared, res, ns, body, &c)?),
+            ))
         }
         Verb::Update => {
             json_body_type(p.content_type.as_deref())?;
@@ -291,13 +345,25 @@ fn resource(
             Ok(json_response(200, &render(v)))
         }
         Verb::Delete => {
-            let opts = DeleteOptions::parse(p.query.get("gracePeriodSeconds").map(String::as_str), &p.body)?;
-            Ok(json_response(200, &delete::delete(shared, res, ns, name_s, &opts, &c)?))
+            let opts = DeleteOptions::parse(
+                p.query.get("gracePeriodSeconds").map(String::as_str),
+                &p.body,
+            )?;
+            Ok(json_response(
+                200,
+                &delete::delete(shared, res, ns, name_s, &opts, &c)?,
+            ))
         }
         Verb::DeleteCollection => {
-            let opts = DeleteOptions::parse(p.query.get("gracePeriodSeconds").map(String::as_str), &p.body)?;
+            let opts = DeleteOptions::parse(
+                p.query.get("gracePeriodSeconds").map(String::as_str),
+                &p.body,
+            )?;
             let sel = selectors(&p.query, res)?;
-            Ok(json_response(200, &delete::delete_collection(shared, res, namespace, &sel, &opts, &c)?))
+            Ok(json_response(
+                200,
+                &delete::delete_collection(shared, res, namespace, &sel, &opts, &c)?,
+            ))
         }
     }
 }
@@ -351,7 +417,15 @@ pub async fn handle(
         name: None,
         status: 0,
     };
-    let result = serve(&shared, &cancel, &p, authorization.as_deref(), cert_user.as_ref(), &mut record).await;
+    let result = serve(
+        &shared,
+        &cancel,
+        &p,
+        authorization.as_deref(),
+        cert_user.as_ref(),
+        &mut record,
+    )
+    .await;
     match result {
         Ok(Some(resp)) => {
             record.status = resp.status().as_u16();
@@ -360,7 +434,9 @@ pub async fn handle(
         }
         Ok(None) => {
             shared.log.push(record);
-            Err(std::io::Error::other("connection dropped by an injected fault"))
+            Err(std::io::Error::other(
+                "connection dropped by an injected fault",
+            ))
         }
         Err(e) => {
             record.status = e.code;
@@ -383,11 +459,24 @@ async fn serve(
     let target = route(&p.method, &p.path, &p.query)?;
     let (verb, res, namespace, name, sub) = match &target {
         Target::NonResource => (None, None, None, None, None),
-        Target::Resource { res, namespace, name, sub, verb } => {
-            (Some(*verb), Some(*res), namespace.as_deref(), name.as_deref(), sub.as_deref())
-        }
+        Target::Resource {
+            res,
+            namespace,
+            name,
+            sub,
+            verb,
+        } => (
+            Some(*verb),
+            Some(*res),
+            namespace.as_deref(),
+            name.as_deref(),
+            sub.as_deref(),
+        ),
     };
-    record.verb = verb.map(Verb::as_str).unwrap_or_else(|| p.method.as_str()).to_lowercase();
+    record.verb = verb
+        .map(Verb::as_str)
+        .unwrap_or_else(|| p.method.as_str())
+        .to_lowercase();
     record.resource = res.map(|r| r.plural.to_string());
     record.subresource = sub.map(str::to_string);
     record.namespace = namespace.map(str::to_string);

@@ -49,9 +49,17 @@ fn gone_continue() -> ApiError {
 }
 
 /// The served list object.
-pub fn list(shared: &Shared, res: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Result<Value, ApiError> {
+pub fn list(
+    shared: &Shared,
+    res: &ResourceDef,
+    ns: Option<&str>,
+    q: &ListQuery,
+) -> Result<Value, ApiError> {
     let rv_param = q.resource_version.as_deref().filter(|s| !s.is_empty());
-    let rv_match = q.resource_version_match.as_deref().filter(|s| !s.is_empty());
+    let rv_match = q
+        .resource_version_match
+        .as_deref()
+        .filter(|s| !s.is_empty());
     if q.continue_token.is_some() && rv_param.is_some_and(|r| r != "0") {
         return Err(ApiError::bad_request(
             "specifying resource version is not allowed when using continue",

@@ -27,7 +27,9 @@ pub struct Caller<'a> {
 /// Checks apiVersion/kind of a body against the resource and fills them.
 pub fn check_kind(res: &ResourceDef, body: &mut Value) -> Result<(), ApiError> {
     let Value::Object(m) = body else {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     };
     let want_av = res.api_version();
     match m.get("apiVersion").and_then(Value::as_str) {
@@ -53,12 +55,21 @@ pub fn check_kind(res: &ResourceDef, body: &mut Value) -> Result<(), ApiError> {
 }
 
 fn normalize(res: &ResourceDef, obj: Value) -> Result<Value, ApiError> {
-    typed::normalize(res, obj).map_err(|e| ApiError::bad_request(format!("error decoding object: {e}")))
+    typed::normalize(res, obj)
+        .map_err(|e| ApiError::bad_request(format!("error decoding object: {e}")))
 }
 
 /// POST to a collection.
-pub fn create(shared: &Shared, res: &'static ResourceDef, ns: &str, body: Value, c: &Caller<'_>) -> Result<Value, ApiError> {
-    shared.store.tx(|tx| create_in(shared, tx, res, ns, body, c))
+pub fn create(
+    shared: &Shared,
+    res: &'static ResourceDef,
+    ns: &str,
+    body: Value,
+    c: &Caller<'_>,
+) -> Result<Value, ApiError> {
+    shared
+        .store
+        .tx(|tx| create_in(shared, tx, res, ns, body, c))
 }
 
 pub fn create_in(
@@ -82,9 +93,17 @@ pub fn create_in(
     } else {
         m.remove("namespace");
     }
-    let name = m.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = m
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if name.is_empty() {
-        match m.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+        match m
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|g| !g.is_empty())
+        {
             Some(g) => {
                 let n = format!("{g}{}", meta::random_suffix(5));
                 m.insert("name".into(), json!(n));
@@ -94,13 +113,21 @@ pub fn create_in(
                     res.kind,
                     res.group,
                     "",
-                    &[("metadata.name".into(), "Required value: name or generateName is required".into())],
+                    &[(
+                        "metadata.name".into(),
+                        "Required value: name or generateName is required".into(),
+                    )],
                 ));
             }
         }
     }
-    if m.get("resourceVersion").and_then(Value::as_str).is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::internal("resourceVersion should not be set on objects to be created"));
+    if m.get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|v| !v.is_empty())
+    {
+        return Err(ApiError::internal(
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
     m.insert("uid".into(), json!(meta::new_uid()));
     m.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
@@ -147,7 +174,14 @@ fn after_create(shared: &Shared, tx: &mut Inner, res: &'static ResourceDef, obj:
         "Namespace" => {
             let ns = meta::name(obj).to_string();
             let sa = json!({"metadata": {"name": "default"}});
-            let _ = create_in(shared, tx, resources::core("serviceaccounts"), &ns, sa, &sys);
+            let _ = create_in(
+                shared,
+                tx,
+                resources::core("serviceaccounts"),
+                &ns,
+                sa,
+                &sys,
+            );
             let cm = json!({
                 "metadata": {"name": "kube-root-ca.crt"},
                 "data": {"ca.crt": shared.pki.ca_pem},
@@ -170,7 +204,9 @@ pub fn update(
     body: Value,
     c: &Caller<'_>,
 ) -> Result<(u16, Value), ApiError> {
-    shared.store.tx(|tx| update_in(shared, tx, res, ns, name, sub, body, c, false))
+    shared
+        .store
+        .tx(|tx| update_in(shared, tx, res, ns, name, sub, body, c, false))
 }
 
 /// PATCH of an object or subresource.
@@ -242,17 +278,30 @@ pub fn update_in(
         return Err(ApiError::conflict(
             res,
             name,
-            &format!("Precondition failed: UID in precondition: {new_uid}, UID in object meta: {}", meta::uid(&old)),
+            &format!(
+                "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {}",
+                meta::uid(&old)
+            ),
         ));
     }
     let rv = meta::resource_version(&new).to_string();
     if !rv.is_empty() && rv != meta::resource_version(&old) {
         return Err(ApiError::stale(res, name));
     }
-    admission::node_restriction(c.user, if is_patch { "patch" } else { "update" }, res, sub, Some(&old), name)?;
+    admission::node_restriction(
+        c.user,
+        if is_patch { "patch" } else { "update" },
+        res,
+        sub,
+        Some(&old),
+        name,
+    )?;
     strategy::prepare_update(res, sub, &mut new, &old);
     defaults::object(res.kind, &mut new);
-    meta::metadata(&mut new).insert("resourceVersion".into(), json!(meta::resource_version(&old)));
+    meta::metadata(&mut new).insert(
+        "resourceVersion".into(),
+        json!(meta::resource_version(&old)),
+    );
     let new = normalize(res, new)?;
     strategy::validate_update(res, sub, &new, &old)?;
     if new == old {
@@ -260,7 +309,10 @@ pub fn update_in(
     }
     let finished = meta::is_deleting(&new)
         && meta::finalizers(&new).is_empty()
-        && old.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) == Some(0);
+        && old
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            == Some(0);
     if c.dry_run {
         return Ok((200, new));
     }

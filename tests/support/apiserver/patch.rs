@@ -17,7 +17,10 @@ fn patch_error(res: &ResourceDef, name: &str, patch: &[u8], err: &str) -> ApiErr
         res.kind,
         res.group,
         name,
-        &[("patch".to_string(), format!("Invalid value: {shown:?}: {err}"))],
+        &[(
+            "patch".to_string(),
+            format!("Invalid value: {shown:?}: {err}"),
+        )],
     )
 }
 

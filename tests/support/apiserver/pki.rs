@@ -221,6 +221,31 @@ fn pem_key(pem: &str) -> Result<PrivateKeyDer<'static>, String> {
         .map_err(err)
 }
 
+/// Checks `cert_pem` chains to `ca_pem` and is valid now for client
+/// authentication (for tests that hold only the CA, as against a real server).
+pub fn verify_client_cert_with_ca(ca_pem: &str, cert_pem: &str) -> Result<(), String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    for c in pem_certs(ca_pem)? {
+        roots.add(c).map_err(err)?;
+    }
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(err)?;
+    let certs = pem_certs(cert_pem)?;
+    let (leaf, rest) = certs.split_first().ok_or("no certificate in PEM")?;
+    verifier
+        .verify_client_cert(leaf, rest, UnixTime::now())
+        .map(|_| ())
+        .map_err(err)
+}
+
+/// The subject of the first certificate in a PEM bundle.
+pub fn cert_pem_subject(cert_pem: &str) -> Option<Subject> {
+    let der = pem_certs(cert_pem).ok()?.into_iter().next()?;
+    cert_subject(&der)
+}
+
 /// Subject and extensions of a certificate or CSR, as the signers check them.
 #[derive(Debug, Clone, Default)]
 pub struct Subject {
@@ -256,8 +281,8 @@ fn add_sans(s: &mut Subject, names: &[GeneralName<'_>]) {
             GeneralName::URI(u) => s.uris.push(u.to_string()),
             GeneralName::IPAddress(b) => {
                 let ip = match b.len() {
-                    4 => <[u8; 4]>::try_from(*b).ok().map(|a| std::net::IpAddr::from(a)),
-                    16 => <[u8; 16]>::try_from(*b).ok().map(|a| std::net::IpAddr::from(a)),
+                    4 => <[u8; 4]>::try_from(*b).ok().map(std::net::IpAddr::from),
+                    16 => <[u8; 16]>::try_from(*b).ok().map(std::net::IpAddr::from),
                     _ => None,
                 };
                 if let Some(ip) = ip {
@@ -293,9 +318,9 @@ pub fn cert_validity(cert_pem: &str) -> Option<(i64, i64)> {
 
 /// The subject and requested SANs of a PEM certificate request.
 pub fn csr_subject(csr_pem: &str) -> Result<Subject, String> {
-    use x509_parser::certification_request::X509CertificationRequest;
     use rustls::pki_types::CertificateSigningRequestDer;
     use rustls::pki_types::pem::PemObject;
+    use x509_parser::certification_request::X509CertificationRequest;
     let der = CertificateSigningRequestDer::from_pem_slice(csr_pem.as_bytes())
         .map_err(|e| format!("PEM block type must be CERTIFICATE REQUEST: {e}"))?;
     let (_, req) = X509CertificationRequest::from_der(der.as_ref()).map_err(err)?;

@@ -25,14 +25,16 @@ impl RealServer {
     }
 
     fn load(path: PathBuf) -> Result<RealServer, String> {
-        let mut kc = Kubeconfig::read_from(&path).map_err(|e| format!("{ENV_KUBECONFIG}={}: {e}", path.display()))?;
+        let mut kc = Kubeconfig::read_from(&path)
+            .map_err(|e| format!("{ENV_KUBECONFIG}={}: {e}", path.display()))?;
         if let Some(url) = std::env::var(ENV_APISERVER).ok().filter(|u| !u.is_empty()) {
-            let cluster = current_cluster_name(&kc).ok_or("the kubeconfig has no current context")?;
+            let cluster =
+                current_cluster_name(&kc).ok_or("the kubeconfig has no current context")?;
             for c in &mut kc.clusters {
-                if c.name == cluster {
-                    if let Some(cl) = c.cluster.as_mut() {
-                        cl.server = Some(url.clone());
-                    }
+                if c.name == cluster
+                    && let Some(cl) = c.cluster.as_mut()
+                {
+                    cl.server = Some(url.clone());
                 }
             }
         }
@@ -52,12 +54,16 @@ impl RealServer {
     }
 
     pub fn url(&self) -> String {
-        self.cluster().and_then(|c| c.server.clone()).unwrap_or_default()
+        self.cluster()
+            .and_then(|c| c.server.clone())
+            .unwrap_or_default()
     }
 
     /// The cluster CA the kubeconfig trusts, PEM.
     pub fn ca_pem(&self) -> String {
-        let Some(c) = self.cluster() else { return String::new() };
+        let Some(c) = self.cluster() else {
+            return String::new();
+        };
         if let Some(d) = &c.certificate_authority_data {
             return STANDARD
                 .decode(d)
@@ -84,7 +90,8 @@ impl RealServer {
         )
         .await
         .unwrap_or_else(|e| panic!("loading {ENV_KUBECONFIG}: {e}"));
-        kube::Client::try_from(cfg).unwrap_or_else(|e| panic!("building a kube client for the real server: {e}"))
+        kube::Client::try_from(cfg)
+            .unwrap_or_else(|e| panic!("building a kube client for the real server: {e}"))
     }
 }
 

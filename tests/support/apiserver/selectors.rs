@@ -101,7 +101,8 @@ fn parse_req(raw: &str) -> Result<LabelReq, String> {
             });
         }
     }
-    let ops: [(&str, fn(&str) -> Result<LabelOp, String>); 5] = [
+    type Ctor = fn(&str) -> Result<LabelOp, String>;
+    let ops: [(&str, Ctor); 5] = [
         ("!=", |v| Ok(LabelOp::NotEq(v.to_string()))),
         ("==", |v| Ok(LabelOp::Eq(v.to_string()))),
         ("=", |v| Ok(LabelOp::Eq(v.to_string()))),
@@ -162,8 +163,12 @@ impl LabelSelector {
                 LabelOp::NotIn(set) => v.is_none_or(|v| !set.iter().any(|x| x == v)),
                 LabelOp::Exists => v.is_some(),
                 LabelOp::NotExists => v.is_none(),
-                LabelOp::Gt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *n),
-                LabelOp::Lt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *n),
+                LabelOp::Gt(n) => v
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|v| v > *n),
+                LabelOp::Lt(n) => v
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|v| v < *n),
             }
         })
     }
@@ -234,7 +239,9 @@ impl FieldSelector {
             } else if let Some(i) = part.find('=') {
                 (&part[..i], &part[i + 1..], true)
             } else {
-                return Err(format!("invalid selector: '{part}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{part}'; can't understand '{part}'"
+                ));
             };
             let field = field.trim();
             let supported = field == "metadata.name"

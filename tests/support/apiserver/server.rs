@@ -66,7 +66,8 @@ fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 async fn serve_conn(shared: Arc<Shared>, tcp: TcpStream, cancel: CancellationToken) {
     let acceptor = TlsAcceptor::from(shared.tls.clone());
-    let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
+    let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await
+    else {
         return;
     };
     let cert_user = tls
@@ -108,7 +109,13 @@ fn seed(shared: &Shared) -> Result<(), ApiError> {
         dry_run: false,
     };
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        ops::create(shared, resources::core("namespaces"), "", json!({"metadata": {"name": ns}}), &c)?;
+        ops::create(
+            shared,
+            resources::core("namespaces"),
+            "",
+            json!({"metadata": {"name": ns}}),
+            &c,
+        )?;
     }
     let svc = json!({
         "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
@@ -128,7 +135,13 @@ fn seed(shared: &Shared) -> Result<(), ApiError> {
             "auth-extra-groups": b64("system:bootstrappers:kubeadm:default-node-token"),
         },
     });
-    ops::create(shared, resources::core("secrets"), "kube-system", token_secret, &c)?;
+    ops::create(
+        shared,
+        resources::core("secrets"),
+        "kube-system",
+        token_secret,
+        &c,
+    )?;
     Ok(())
 }
 
@@ -232,7 +245,12 @@ impl ApiServerDouble {
             }
             KubeUser::Anonymous => kubeconfig::Creds::None,
         };
-        kubeconfig::render(&self.url(), &self.shared.pki.ca_pem, user.context_name(), &creds)
+        kubeconfig::render(
+            &self.url(),
+            &self.shared.pki.ca_pem,
+            user.context_name(),
+            &creds,
+        )
     }
 
     /// A kube client authenticated as `user`.
@@ -263,7 +281,8 @@ impl ApiServerDouble {
             match bind(self.shared.addr) {
                 Ok(listener) => {
                     let cancel = CancellationToken::new();
-                    let accept = tokio::spawn(accept_loop(self.shared.clone(), listener, cancel.clone()));
+                    let accept =
+                        tokio::spawn(accept_loop(self.shared.clone(), listener, cancel.clone()));
                     *g = Some(Running { cancel, accept });
                     return Ok(());
                 }
@@ -333,18 +352,27 @@ impl ApiServerDouble {
     pub fn get_json(&self, res_id: &str, namespace: &str, name: &str) -> Option<Value> {
         let res = resources::by_id(res_id)?;
         let ns = if res.namespaced { namespace } else { "" };
-        self.shared.store.tx(|tx| tx.get(res, &ObjKey::new(ns, name)).cloned())
+        self.shared
+            .store
+            .tx(|tx| tx.get(res, &ObjKey::new(ns, name)).cloned())
     }
 
     /// The stored object of type `K`.
-    pub fn get<K: k8s_openapi::Resource + DeserializeOwned>(&self, namespace: Option<&str>, name: &str) -> Option<K> {
+    pub fn get<K: k8s_openapi::Resource + DeserializeOwned>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<K> {
         let res = res_of::<K>();
         let v = self.get_json(res.id, namespace.unwrap_or(""), name)?;
         to_typed(v).ok()
     }
 
     /// All stored objects of type `K`, optionally in one namespace.
-    pub fn list<K: k8s_openapi::Resource + DeserializeOwned>(&self, namespace: Option<&str>) -> Vec<K> {
+    pub fn list<K: k8s_openapi::Resource + DeserializeOwned>(
+        &self,
+        namespace: Option<&str>,
+    ) -> Vec<K> {
         let res = res_of::<K>();
         self.shared
             .store
@@ -357,11 +385,18 @@ impl ApiServerDouble {
     /// Creates or replaces `obj` as an admin would (create or unconditional
     /// update, then its status through the status subresource), watch
     /// events included.
-    pub fn put<K: k8s_openapi::Resource + Serialize + DeserializeOwned>(&self, obj: &K) -> Result<K, String> {
+    pub fn put<K: k8s_openapi::Resource + Serialize + DeserializeOwned>(
+        &self,
+        obj: &K,
+    ) -> Result<K, String> {
         let res = res_of::<K>();
         let mut v = serde_json::to_value(obj).map_err(|e| e.to_string())?;
         meta::metadata(&mut v).remove("resourceVersion");
-        let ns = if res.namespaced { meta::namespace(&v).to_string() } else { String::new() };
+        let ns = if res.namespaced {
+            meta::namespace(&v).to_string()
+        } else {
+            String::new()
+        };
         let name = meta::name(&v).to_string();
         let admin = UserInfo::admin();
         let c = Caller {
@@ -376,13 +411,24 @@ impl ApiServerDouble {
             } else {
                 ops::create_in(shared, tx, res, &ns, v.clone(), &c)?
             };
-            if res.has_subresource("status") {
-                if let Some(status) = v.get("status").filter(|s| !s.is_null()) {
-                    let mut with_status = stored.clone();
-                    with_status["status"] = status.clone();
-                    meta::metadata(&mut with_status).remove("resourceVersion");
-                    stored = ops::update_in(shared, tx, res, &ns, &name, Some("status"), with_status, &c, false)?.1;
-                }
+            if res.has_subresource("status")
+                && let Some(status) = v.get("status").filter(|s| !s.is_null())
+            {
+                let mut with_status = stored.clone();
+                with_status["status"] = status.clone();
+                meta::metadata(&mut with_status).remove("resourceVersion");
+                stored = ops::update_in(
+                    shared,
+                    tx,
+                    res,
+                    &ns,
+                    &name,
+                    Some("status"),
+                    with_status,
+                    &c,
+                    false,
+                )?
+                .1;
             }
             Ok(stored)
         });
@@ -443,11 +489,11 @@ impl ApiServerDouble {
 
 impl Drop for ApiServerDouble {
     fn drop(&mut self) {
-        if let Ok(mut g) = self.running.try_lock() {
-            if let Some(r) = g.take() {
-                r.cancel.cancel();
-                r.accept.abort();
-            }
+        if let Ok(mut g) = self.running.try_lock()
+            && let Some(r) = g.take()
+        {
+            r.cancel.cancel();
+            r.accept.abort();
         }
     }
 }

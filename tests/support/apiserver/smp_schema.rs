@@ -33,7 +33,11 @@ fn pod(path: &str) -> Option<ListStrategy> {
         "status.conditions" => MergeByKey("type"),
         "status.podIPs" => MergeByKey("ip"),
         _ => {
-            for list in ["spec.containers.", "spec.initContainers.", "spec.ephemeralContainers."] {
+            for list in [
+                "spec.containers.",
+                "spec.initContainers.",
+                "spec.ephemeralContainers.",
+            ] {
                 if let Some(field) = path.strip_prefix(list) {
                     return CONTAINER_LISTS
                         .iter()

@@ -71,12 +71,20 @@ fn strip_directives(v: &mut Value) {
     }
 }
 
-fn merge_map(ctx: &Ctx<'_>, path: &str, mut original: Map<String, Value>, mut patch: Map<String, Value>) -> R<Map<String, Value>> {
+fn merge_map(
+    ctx: &Ctx<'_>,
+    path: &str,
+    mut original: Map<String, Value>,
+    mut patch: Map<String, Value>,
+) -> R<Map<String, Value>> {
     if let Some(d) = patch.remove(DIRECTIVE) {
         return match d.as_str() {
             Some("replace") => Ok(patch),
             Some("delete") => Ok(Map::new()),
-            _ => Err(format!("Unknown patch type: {d} in map: {}", Value::Object(patch))),
+            _ => Err(format!(
+                "Unknown patch type: {d} in map: {}",
+                Value::Object(patch)
+            )),
         };
     }
     apply_retain_keys(&mut original, &mut patch)?;
@@ -106,7 +114,9 @@ fn merge_map(ctx: &Ctx<'_>, path: &str, mut original: Map<String, Value>, mut pa
         }
         let sub = join(path, &key);
         let merged = match (original.remove(&key), pv) {
-            (Some(Value::Object(o)), Value::Object(p)) => Value::Object(merge_map(ctx, &sub, o, p)?),
+            (Some(Value::Object(o)), Value::Object(p)) => {
+                Value::Object(merge_map(ctx, &sub, o, p)?)
+            }
             (Some(Value::Array(o)), Value::Array(p)) => {
                 Value::Array(merge_slice_handler(ctx, &sub, o, p, is_delete_list)?)
             }
@@ -133,7 +143,9 @@ fn apply_retain_keys(original: &mut Map<String, Value>, patch: &mut Map<String, 
             continue;
         }
         if !keep.contains(k) {
-            return Err(format!("invalid patch: field {k} is not in the $retainKeys list"));
+            return Err(format!(
+                "invalid patch: field {k} is not in the $retainKeys list"
+            ));
         }
     }
     original.retain(|k, _| keep.contains(k));
@@ -146,7 +158,11 @@ fn apply_set_element_order(
     original: &mut Map<String, Value>,
     patch: &mut Map<String, Value>,
 ) -> R<()> {
-    let keys: Vec<String> = patch.keys().filter(|k| k.starts_with(SET_ORDER)).cloned().collect();
+    let keys: Vec<String> = patch
+        .keys()
+        .filter(|k| k.starts_with(SET_ORDER))
+        .cloned()
+        .collect();
     for key in keys {
         let order = patch.remove(&key).unwrap_or(Value::Null);
         let Value::Array(order) = order else {
@@ -192,7 +208,9 @@ fn merge_slice_handler(
     match list_strategy(ctx.kind, path) {
         ListStrategy::Replace => Ok(patch),
         ListStrategy::MergeScalars => merge_slice(ctx, path, original, patch, None, is_delete_list),
-        ListStrategy::MergeByKey(k) => merge_slice(ctx, path, original, patch, Some(k), is_delete_list),
+        ListStrategy::MergeByKey(k) => {
+            merge_slice(ctx, path, original, patch, Some(k), is_delete_list)
+        }
     }
 }
 
@@ -223,7 +241,11 @@ fn merge_slice(
     if first.is_some_and(Value::is_array) {
         return Err("lists of lists are not supported".into());
     }
-    if original.iter().chain(patch.iter()).any(|v| first.is_some_and(|f| !same_type(f, v))) {
+    if original
+        .iter()
+        .chain(patch.iter())
+        .any(|v| first.is_some_and(|f| !same_type(f, v)))
+    {
         return Err(format!("list element types are not identical in {path}"));
     }
     let maps = first.is_some_and(Value::is_object);
@@ -240,17 +262,28 @@ fn merge_slice(
         }
         (original, out, None, patch)
     } else {
-        let key = merge_key.ok_or_else(|| format!("cannot merge lists without merge key for {path}"))?;
+        let key =
+            merge_key.ok_or_else(|| format!("cannot merge lists without merge key for {path}"))?;
         let (original, patch_rest) = special_elements(original, &patch, key)?;
         let merged = merge_by_key(ctx, path, original.clone(), patch_rest.clone(), key)?;
         (original, merged, Some(key), patch_rest)
     };
     let (in_patch, server_only) = partition(&merged, &patch, key)?;
-    Ok(normalize_element_order(in_patch, server_only, &patch, &server_order, key))
+    Ok(normalize_element_order(
+        in_patch,
+        server_only,
+        &patch,
+        &server_order,
+        key,
+    ))
 }
 
 /// Handles `$patch` elements: deletes by key, or replace-the-list.
-fn special_elements(mut original: Vec<Value>, patch: &[Value], key: &str) -> R<(Vec<Value>, Vec<Value>)> {
+fn special_elements(
+    mut original: Vec<Value>,
+    patch: &[Value],
+    key: &str,
+) -> R<(Vec<Value>, Vec<Value>)> {
     let mut rest = Vec::new();
     let mut replace = false;
     for v in patch {
@@ -260,13 +293,15 @@ fn special_elements(mut original: Vec<Value>, patch: &[Value], key: &str) -> R<(
         match m.get(DIRECTIVE).map(|d| d.as_str()) {
             None => rest.push(v.clone()),
             Some(Some("delete")) => {
-                let want = m
-                    .get(key)
-                    .ok_or_else(|| format!("map: {v} does not contain declared merge key: {key}"))?;
+                let want = m.get(key).ok_or_else(|| {
+                    format!("map: {v} does not contain declared merge key: {key}")
+                })?;
                 original.retain(|o| o.get(key) != Some(want));
             }
             Some(Some("replace")) => replace = true,
-            Some(Some("merge")) => return Err("merging lists cannot yet be specified in the patch".into()),
+            Some(Some("merge")) => {
+                return Err("merging lists cannot yet be specified in the patch".into());
+            }
             Some(_) => return Err(format!("Unknown patch type in list element: {v}")),
         }
     }
@@ -276,7 +311,13 @@ fn special_elements(mut original: Vec<Value>, patch: &[Value], key: &str) -> R<(
     Ok((original, rest))
 }
 
-fn merge_by_key(ctx: &Ctx<'_>, path: &str, mut original: Vec<Value>, patch: Vec<Value>, key: &str) -> R<Vec<Value>> {
+fn merge_by_key(
+    ctx: &Ctx<'_>,
+    path: &str,
+    mut original: Vec<Value>,
+    patch: Vec<Value>,
+    key: &str,
+) -> R<Vec<Value>> {
     for v in patch {
         let want = v
             .get(key)
@@ -301,7 +342,10 @@ fn partition(merged: &[Value], by: &[Value], key: Option<&str>) -> R<(Vec<Value>
     let mut others = Vec::new();
     for v in merged {
         if key.is_some() && key_of(v, key).is_none() {
-            return Err(format!("map: {v} does not contain declared merge key: {}", key.unwrap_or("")));
+            return Err(format!(
+                "map: {v} does not contain declared merge key: {}",
+                key.unwrap_or("")
+            ));
         }
         if index_in(by, v, key).is_some() {
             named.push(v.clone());

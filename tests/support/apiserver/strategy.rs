@@ -52,7 +52,10 @@ fn string_data_into_data(obj: &mut Value) {
 /// Service ClusterIP allocation from the default service CIDR.
 fn allocate_cluster_ip(obj: &mut Value) {
     let spec = meta::obj_at(obj, &["spec"]);
-    let ty = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP");
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
     if ty == "ExternalName" {
         return;
     }
@@ -173,7 +176,11 @@ fn condition_timestamps(new: &mut Value, old: &Value) {
 /// also carries the metadata a client cannot change.
 pub fn prepare_update(res: &ResourceDef, sub: Option<&str>, new: &mut Value, old: &Value) {
     let m: &mut Map<String, Value> = meta::metadata(new);
-    if m.get("uid").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if m.get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         m.insert("uid".into(), json!(meta::uid(old)));
     }
     for f in [
@@ -240,7 +247,12 @@ pub fn prepare_update(res: &ResourceDef, sub: Option<&str>, new: &mut Value, old
 }
 
 fn invalid(res: &ResourceDef, name: &str, field: &str, msg: &str) -> ApiError {
-    ApiError::invalid(res.kind, res.group, name, &[(field.to_string(), msg.to_string())])
+    ApiError::invalid(
+        res.kind,
+        res.group,
+        name,
+        &[(field.to_string(), msg.to_string())],
+    )
 }
 
 /// The pod spec with the fields an update may change blanked out.
@@ -290,13 +302,25 @@ pub fn validate_update(
             }
             Ok(())
         }
-        ("CertificateSigningRequest", None) if new.get("spec") != old.get("spec") => Err(
-            invalid(res, name, "spec", "Forbidden: updates to certificate signing request spec are forbidden"),
-        ),
+        ("CertificateSigningRequest", None) if new.get("spec") != old.get("spec") => Err(invalid(
+            res,
+            name,
+            "spec",
+            "Forbidden: updates to certificate signing request spec are forbidden",
+        )),
         ("Node", _) => {
-            let cidr = |v: &Value| meta::str_at(v, &["spec", "podCIDR"]).unwrap_or("").to_string();
+            let cidr = |v: &Value| {
+                meta::str_at(v, &["spec", "podCIDR"])
+                    .unwrap_or("")
+                    .to_string()
+            };
             if !cidr(old).is_empty() && cidr(new) != cidr(old) {
-                return Err(invalid(res, name, "spec.podCIDR", "Forbidden: podCIDR cannot be changed once set"));
+                return Err(invalid(
+                    res,
+                    name,
+                    "spec.podCIDR",
+                    "Forbidden: podCIDR cannot be changed once set",
+                ));
             }
             Ok(())
         }
@@ -329,7 +353,9 @@ pub fn validate_create(res: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             res,
             name,
             "metadata.name",
-            &format!("Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
+            &format!(
+                "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+            ),
         ));
     }
     if res.kind == "Pod" {
@@ -349,7 +375,12 @@ pub fn validate_create(res: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             for (i, c) in cs.iter().enumerate() {
                 let cname = meta::str_at(c, &["name"]).unwrap_or("");
                 if cname.is_empty() {
-                    return Err(invalid(res, name, &format!("spec.{list}[{i}].name"), "Required value"));
+                    return Err(invalid(
+                        res,
+                        name,
+                        &format!("spec.{list}[{i}].name"),
+                        "Required value",
+                    ));
                 }
                 if seen.contains(&cname.to_string()) {
                     return Err(invalid(
@@ -361,7 +392,12 @@ pub fn validate_create(res: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
                 }
                 seen.push(cname.to_string());
                 if meta::str_at(c, &["image"]).unwrap_or("").is_empty() {
-                    return Err(invalid(res, name, &format!("spec.{list}[{i}].image"), "Required value"));
+                    return Err(invalid(
+                        res,
+                        name,
+                        &format!("spec.{list}[{i}].image"),
+                        "Required value",
+                    ));
                 }
             }
         }

@@ -36,11 +36,21 @@ impl std::error::Error for Unsupported {}
 
 /// The object types the store helpers take.
 pub trait Obj:
-    kube::Resource<DynamicType = ()> + k8s_openapi::Resource + Clone + Debug + Serialize + DeserializeOwned
+    kube::Resource<DynamicType = ()>
+    + k8s_openapi::Resource
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
 {
 }
 impl<K> Obj for K where
-    K: kube::Resource<DynamicType = ()> + k8s_openapi::Resource + Clone + Debug + Serialize + DeserializeOwned
+    K: kube::Resource<DynamicType = ()>
+        + k8s_openapi::Resource
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
 {
 }
 
@@ -65,12 +75,14 @@ fn dyn_api(client: kube::Client, ar: &ApiResource, ns: Option<&str>) -> Api<Dyna
 
 fn from_dyn<K: DeserializeOwned>(d: DynamicObject) -> K {
     let v = serde_json::to_value(d).unwrap_or(Value::Null);
-    serde_json::from_value(v).unwrap_or_else(|e| panic!("decoding a {}: {e}", std::any::type_name::<K>()))
+    serde_json::from_value(v)
+        .unwrap_or_else(|e| panic!("decoding a {}: {e}", std::any::type_name::<K>()))
 }
 
 fn to_dyn<K: Serialize>(k: &K) -> DynamicObject {
     let v = serde_json::to_value(k).unwrap_or(Value::Null);
-    serde_json::from_value(v).unwrap_or_else(|e| panic!("encoding a {}: {e}", std::any::type_name::<K>()))
+    serde_json::from_value(v)
+        .unwrap_or_else(|e| panic!("encoding a {}: {e}", std::any::type_name::<K>()))
 }
 
 impl TestApi {
@@ -139,12 +151,16 @@ impl TestApi {
         match &self.backend {
             Backend::Double(d) => d.kubeconfig_yaml(user),
             Backend::Real(r) => match user {
-                KubeUser::Token(t) => kubeconfig::render(&r.url(), &r.ca_pem(), "token", &Creds::Token(t.clone())),
+                KubeUser::Token(t) => {
+                    kubeconfig::render(&r.url(), &r.ca_pem(), "token", &Creds::Token(t.clone()))
+                }
                 KubeUser::Bootstrap => {
                     let token = self.create_bootstrap_token().await;
                     kubeconfig::render(&r.url(), &r.ca_pem(), "tls-bootstrap", &Creds::Token(token))
                 }
-                KubeUser::Anonymous => kubeconfig::render(&r.url(), &r.ca_pem(), "anonymous", &Creds::None),
+                KubeUser::Anonymous => {
+                    kubeconfig::render(&r.url(), &r.ca_pem(), "anonymous", &Creds::None)
+                }
                 _ => r.admin_yaml(),
             },
         }
@@ -158,18 +174,27 @@ impl TestApi {
         kubeconfig::client_from_yaml(&self.kubeconfig_yaml(user).await).await
     }
 
+    /// A client from a kubeconfig file, loaded as the kubelet loads its own.
+    pub async fn client_from_kubeconfig(&self, path: &Path) -> kube::Client {
+        kubeconfig::client_from_file(path).await
+    }
+
     /// Writes a kubeconfig for `user` to `path`.
     pub async fn write_kubeconfig(&self, path: &Path, user: &KubeUser) -> PathBuf {
         let yaml = self.kubeconfig_yaml(user).await;
-        kubeconfig::write(path, &yaml).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        kubeconfig::write(path, &yaml)
+            .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
         path.to_path_buf()
     }
 
     /// `<dir>/kubeconfig-<node>` with node credentials (admin ones on a
     /// real server).
     pub async fn kubeconfig_for_node(&self, dir: &Path, node: &str) -> PathBuf {
-        self.write_kubeconfig(&dir.join(format!("kubeconfig-{node}")), &KubeUser::node(node))
-            .await
+        self.write_kubeconfig(
+            &dir.join(format!("kubeconfig-{node}")),
+            &KubeUser::node(node),
+        )
+        .await
     }
 
     /// A bootstrap-token kubeconfig at `path`.
@@ -200,34 +225,49 @@ impl TestApi {
     // ---- double-only controls ---------------------------------------------
 
     pub fn compact(&self) -> Result<u64, Unsupported> {
-        self.double().map(|d| d.compact()).map_err(|_| Unsupported("compact()"))
+        self.double()
+            .map(|d| d.compact())
+            .map_err(|_| Unsupported("compact()"))
     }
 
     pub fn close_watches(&self) -> Result<(), Unsupported> {
-        self.double().map(|d| d.close_watches()).map_err(|_| Unsupported("close_watches()"))
+        self.double()
+            .map(|d| d.close_watches())
+            .map_err(|_| Unsupported("close_watches()"))
     }
 
     pub async fn stop(&self) -> Result<(), Unsupported> {
-        self.double().map_err(|_| Unsupported("stop()"))?.stop().await;
+        self.double()
+            .map_err(|_| Unsupported("stop()"))?
+            .stop()
+            .await;
         Ok(())
     }
 
     pub async fn restart(&self) -> Result<(), Unsupported> {
         let d = self.double().map_err(|_| Unsupported("restart()"))?;
-        d.restart().await.unwrap_or_else(|e| panic!("restarting the double: {e}"));
+        d.restart()
+            .await
+            .unwrap_or_else(|e| panic!("restarting the double: {e}"));
         Ok(())
     }
 
     pub fn inject(&self, f: Fault) -> Result<(), Unsupported> {
-        self.double().map(|d| d.inject(f)).map_err(|_| Unsupported("fault injection"))
+        self.double()
+            .map(|d| d.inject(f))
+            .map_err(|_| Unsupported("fault injection"))
     }
 
     pub fn requests(&self) -> Result<Vec<RequestRecord>, Unsupported> {
-        self.double().map(|d| d.requests()).map_err(|_| Unsupported("the request log"))
+        self.double()
+            .map(|d| d.requests())
+            .map_err(|_| Unsupported("the request log"))
     }
 
     pub fn clear_requests(&self) -> Result<(), Unsupported> {
-        self.double().map(|d| d.clear_requests()).map_err(|_| Unsupported("the request log"))
+        self.double()
+            .map(|d| d.clear_requests())
+            .map_err(|_| Unsupported("the request log"))
     }
 
     // ---- store helpers (both backends) ------------------------------------
@@ -266,7 +306,9 @@ impl TestApi {
     /// Creates or replaces `obj`, status included, as an admin.
     pub async fn put<K: Obj>(&self, obj: &K) -> K {
         match &self.backend {
-            Backend::Double(d) => d.put(obj).unwrap_or_else(|e| panic!("put {}: {e}", K::KIND)),
+            Backend::Double(d) => d
+                .put(obj)
+                .unwrap_or_else(|e| panic!("put {}: {e}", K::KIND)),
             Backend::Real(_) => self.put_real(obj).await,
         }
     }
@@ -279,7 +321,11 @@ impl TestApi {
         let mut d = to_dyn(obj);
         d.metadata.resource_version = None;
         let pp = PostParams::default();
-        let stored = match api.get_opt(&name).await.unwrap_or_else(|e| panic!("get {name}: {e}")) {
+        let stored = match api
+            .get_opt(&name)
+            .await
+            .unwrap_or_else(|e| panic!("get {name}: {e}"))
+        {
             Some(existing) => {
                 d.metadata.resource_version = existing.metadata.resource_version;
                 api.replace(&name, &pp, &d).await
@@ -296,8 +342,11 @@ impl TestApi {
             }
         }
         .unwrap_or_else(|e| panic!("put {} {name}: {e}", K::KIND));
-        let has_status = resources::by_kind(K::API_VERSION, K::KIND).is_some_and(|r| r.has_subresource("status"));
-        let status = serde_json::to_value(obj).ok().and_then(|v| v.get("status").cloned());
+        let has_status = resources::by_kind(K::API_VERSION, K::KIND)
+            .is_some_and(|r| r.has_subresource("status"));
+        let status = serde_json::to_value(obj)
+            .ok()
+            .and_then(|v| v.get("status").cloned());
         match status.filter(|s| !s.is_null() && has_status) {
             Some(s) => {
                 let mut v = serde_json::to_value(&stored).unwrap_or(Value::Null);
@@ -321,7 +370,9 @@ impl TestApi {
             Backend::Real(_) => {
                 let ar = ApiResource::erase::<K>(&());
                 let api = dyn_api(self.admin_client().await, &ar, namespace);
-                api.delete(name, &DeleteParams::default().grace_period(0)).await.is_ok()
+                api.delete(name, &DeleteParams::default().grace_period(0))
+                    .await
+                    .is_ok()
             }
         }
     }
@@ -338,10 +389,10 @@ impl TestApi {
         let start = Instant::now();
         loop {
             let got = self.get::<K>(namespace, name).await;
-            if let Some(k) = &got {
-                if pred(k) {
-                    return k.clone();
-                }
+            if let Some(k) = &got
+                && pred(k)
+            {
+                return k.clone();
             }
             if start.elapsed() > timeout {
                 panic!(
@@ -358,7 +409,10 @@ impl TestApi {
     pub async fn approve_csr(&self, name: &str) {
         use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
         let api: Api<Csr> = Api::all(self.admin_client().await);
-        let mut csr = api.get(name).await.unwrap_or_else(|e| panic!("get CSR {name}: {e}"));
+        let mut csr = api
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("get CSR {name}: {e}"));
         let status = csr.status.get_or_insert_with(Default::default);
         let cond: k8s_openapi::api::certificates::v1::CertificateSigningRequestCondition =
             serde_json::from_value(json!({
@@ -378,7 +432,8 @@ impl TestApi {
     pub async fn create_namespace(&self, prefix: &str) -> String {
         let name = self.unique_name(prefix);
         let ns: k8s_openapi::api::core::v1::Namespace =
-            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap_or_else(|e| panic!("{e}"));
+            serde_json::from_value(json!({"metadata": {"name": name}}))
+                .unwrap_or_else(|e| panic!("{e}"));
         self.put(&ns).await;
         if !self.is_real() {
             return name;
@@ -395,17 +450,30 @@ impl TestApi {
         name
     }
 
+    /// Has `cleanup` delete `obj` (on a real server).
+    pub async fn track_for_cleanup<K: Obj>(&self, obj: &K) {
+        let ar = ApiResource::erase::<K>(&());
+        let m = obj.meta();
+        self.created
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((ar, m.namespace.clone(), m.name.clone().unwrap_or_default()));
+    }
+
     /// Deletes what the helpers created on a real server (a double goes away
     /// with its handle).
     pub async fn cleanup(&self) {
         if !self.is_real() {
             return;
         }
-        let created: Vec<_> = std::mem::take(&mut *self.created.lock().unwrap_or_else(|p| p.into_inner()));
+        let created: Vec<_> =
+            std::mem::take(&mut *self.created.lock().unwrap_or_else(|p| p.into_inner()));
         let client = self.admin_client().await;
         for (ar, ns, name) in created.into_iter().rev() {
             let api = dyn_api(client.clone(), &ar, ns.as_deref());
-            let _ = api.delete(&name, &DeleteParams::default().grace_period(0)).await;
+            let _ = api
+                .delete(&name, &DeleteParams::default().grace_period(0))
+                .await;
         }
     }
 }

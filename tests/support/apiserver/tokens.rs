@@ -30,7 +30,10 @@ fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
     k[..key.len()].copy_from_slice(key);
     let ipad: Vec<u8> = k.iter().map(|b| b ^ 0x36).collect();
     let opad: Vec<u8> = k.iter().map(|b| b ^ 0x5c).collect();
-    let inner = Sha256::new().chain_update(&ipad).chain_update(msg).finalize();
+    let inner = Sha256::new()
+        .chain_update(&ipad)
+        .chain_update(msg)
+        .finalize();
     Sha256::new()
         .chain_update(&opad)
         .chain_update(inner)
@@ -141,7 +144,12 @@ fn invalid(name: &str, field: &str, msg: String) -> ApiError {
 }
 
 /// POST serviceaccounts/<name>/token.
-pub fn token_request(shared: &Shared, ns: &str, sa_name: &str, body: Value) -> Result<Value, ApiError> {
+pub fn token_request(
+    shared: &Shared,
+    ns: &str,
+    sa_name: &str,
+    body: Value,
+) -> Result<Value, ApiError> {
     let sa_res = resources::core("serviceaccounts");
     let sa = shared
         .store
@@ -196,14 +204,16 @@ pub fn token_request(shared: &Shared, ns: &str, sa_name: &str, body: Value) -> R
             .store
             .tx(|tx| tx.get(bres, &ObjKey::new(ns, bname)).cloned())
             .ok_or_else(|| ApiError::not_found(bres, bname))?;
-        if let Some(want) = meta::str_at(b, &["uid"]).filter(|u| !u.is_empty()) {
-            if want != meta::uid(&obj) {
-                return Err(ApiError::conflict(
-                    bres,
-                    bname,
-                    &format!("the UID in the bound object reference ({want}) does not match the UID in record. The object might have been deleted and then recreated"),
-                ));
-            }
+        if let Some(want) = meta::str_at(b, &["uid"]).filter(|u| !u.is_empty())
+            && want != meta::uid(&obj)
+        {
+            return Err(ApiError::conflict(
+                bres,
+                bname,
+                &format!(
+                    "the UID in the bound object reference ({want}) does not match the UID in record. The object might have been deleted and then recreated"
+                ),
+            ));
         }
         k8s[field] = json!({"name": bname, "uid": meta::uid(&obj)});
     }
@@ -231,7 +241,9 @@ pub fn token_request(shared: &Shared, ns: &str, sa_name: &str, body: Value) -> R
 
 /// POST tokenreviews: who a token is.
 pub fn token_review(shared: &Shared, mut body: Value) -> Value {
-    let token = meta::str_at(&body, &["spec", "token"]).unwrap_or("").to_string();
+    let token = meta::str_at(&body, &["spec", "token"])
+        .unwrap_or("")
+        .to_string();
     let status = match auth::token_user(shared, &token) {
         Some(u) => {
             let auds = decode_claims(&token)

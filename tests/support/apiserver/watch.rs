@@ -57,14 +57,21 @@ impl Filter {
         if c.res != self.res.id {
             return None;
         }
-        if self.namespace.as_deref().is_some_and(|ns| ns != c.key.namespace) {
+        if self
+            .namespace
+            .as_deref()
+            .is_some_and(|ns| ns != c.key.namespace)
+        {
             return None;
         }
         match c.kind {
-            ChangeKind::Added => self.matches(&c.object).then(|| ("ADDED", self.render(&c.object))),
+            ChangeKind::Added => self
+                .matches(&c.object)
+                .then(|| ("ADDED", self.render(&c.object))),
             ChangeKind::Deleted => {
                 let before = c.previous.as_ref().unwrap_or(&c.object);
-                self.matches(before).then(|| ("DELETED", self.render(&c.object)))
+                self.matches(before)
+                    .then(|| ("DELETED", self.render(&c.object)))
             }
             ChangeKind::Modified => {
                 let now = self.matches(&c.object);
@@ -74,10 +81,11 @@ impl Filter {
                     (false, true) => Some(("ADDED", self.render(&c.object))),
                     (true, false) => {
                         let mut prev = c.previous.clone().unwrap_or(Value::Null);
-                        if let Some(rv) = c.object.pointer("/metadata/resourceVersion").cloned() {
-                            if let Some(m) = prev.pointer_mut("/metadata").and_then(Value::as_object_mut) {
-                                m.insert("resourceVersion".into(), rv);
-                            }
+                        if let Some(rv) = c.object.pointer("/metadata/resourceVersion").cloned()
+                            && let Some(m) =
+                                prev.pointer_mut("/metadata").and_then(Value::as_object_mut)
+                        {
+                            m.insert("resourceVersion".into(), rv);
                         }
                         Some(("DELETED", self.render(&prev)))
                     }
@@ -89,7 +97,10 @@ impl Filter {
 
     fn bookmark(&self, rv: u64) -> Value {
         let (kind, api_version) = if self.partial {
-            ("PartialObjectMetadata".to_string(), "meta.k8s.io/v1".to_string())
+            (
+                "PartialObjectMetadata".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            )
         } else {
             (self.res.kind.to_string(), self.res.api_version())
         };
@@ -139,7 +150,16 @@ pub fn start(
     let bookmark_every = shared.opts.bookmark_interval;
     // Without timeoutSeconds the server picks 30 to 60 minutes.
     let timeout = q.timeout.unwrap_or(Duration::from_secs(1800));
-    tokio::spawn(run(shared, cancel, filter, from, q.bookmarks, bookmark_every, timeout, tx));
+    tokio::spawn(run(
+        shared,
+        cancel,
+        filter,
+        from,
+        q.bookmarks,
+        bookmark_every,
+        timeout,
+        tx,
+    ));
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
         .map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
     let body = BodyExt::boxed(StreamBody::new(stream));
@@ -193,7 +213,8 @@ async fn run(
         }
     };
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
     loop {
         let mut bookmark_due = false;
         tokio::select! {
@@ -203,8 +224,9 @@ async fn run(
             _ = tick.tick(), if bookmarks => bookmark_due = true,
             changed = wake.changed() => if changed.is_err() { return },
         }
-        let (changes, epoch_now, rv_now) =
-            shared.store.tx(|tx| (tx.changes_since(cursor), tx.watch_epoch(), tx.current_rv()));
+        let (changes, epoch_now, rv_now) = shared
+            .store
+            .tx(|tx| (tx.changes_since(cursor), tx.watch_epoch(), tx.current_rv()));
         if epoch_now != epoch {
             return;
         }
@@ -216,16 +238,20 @@ async fn run(
             }
         };
         for c in &changes {
-            if let Some((ty, obj)) = filter.event(c) {
-                if out.send(line(ty, obj)).await.is_err() {
-                    return;
-                }
+            if let Some((ty, obj)) = filter.event(c)
+                && out.send(line(ty, obj)).await.is_err()
+            {
+                return;
             }
             cursor = c.rv;
         }
         if bookmark_due {
             cursor = cursor.max(rv_now);
-            if out.send(line("BOOKMARK", filter.bookmark(cursor))).await.is_err() {
+            if out
+                .send(line("BOOKMARK", filter.bookmark(cursor)))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
