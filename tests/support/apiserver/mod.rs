@@ -38,6 +38,7 @@ mod store;
 mod strategic;
 mod strategy;
 mod testapi;
+pub mod testkit;
 mod tokens;
 mod typed;
 mod watch;

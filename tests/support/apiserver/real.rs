@@ -21,20 +21,22 @@ impl RealServer {
     pub fn from_env() -> Option<Result<RealServer, String>> {
         let path = std::env::var_os(ENV_KUBECONFIG).filter(|p| !p.is_empty())?;
         let path = PathBuf::from(path);
-        Some(Self::load(path))
+        let url = std::env::var(ENV_APISERVER).ok().filter(|u| !u.is_empty());
+        Some(Self::load(path, url.as_deref()).map_err(|e| format!("{ENV_KUBECONFIG}: {e}")))
     }
 
-    fn load(path: PathBuf) -> Result<RealServer, String> {
-        let mut kc = Kubeconfig::read_from(&path)
-            .map_err(|e| format!("{ENV_KUBECONFIG}={}: {e}", path.display()))?;
-        if let Some(url) = std::env::var(ENV_APISERVER).ok().filter(|u| !u.is_empty()) {
+    /// The server an admin kubeconfig names, at `url` if given.
+    pub fn load(path: PathBuf, url: Option<&str>) -> Result<RealServer, String> {
+        let mut kc =
+            Kubeconfig::read_from(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(url) = url {
             let cluster =
                 current_cluster_name(&kc).ok_or("the kubeconfig has no current context")?;
             for c in &mut kc.clusters {
                 if c.name == cluster
                     && let Some(cl) = c.cluster.as_mut()
                 {
-                    cl.server = Some(url.clone());
+                    cl.server = Some(url.to_string());
                 }
             }
         }

@@ -107,6 +107,17 @@ impl TestApi {
         }
     }
 
+    /// The test API over the server an admin kubeconfig names (what
+    /// `start` does when KUBELET_RS_TEST_KUBECONFIG is set).
+    pub fn connect(kubeconfig: &Path, url: Option<&str>) -> TestApi {
+        let real =
+            RealServer::load(kubeconfig.to_path_buf(), url).unwrap_or_else(|e| panic!("{e}"));
+        TestApi {
+            backend: Backend::Real(Box::new(real)),
+            created: Mutex::new(Vec::new()),
+        }
+    }
+
     pub fn is_real(&self) -> bool {
         matches!(self.backend, Backend::Real(_))
     }
