@@ -1,0 +1,255 @@
+//! Turning manifest bytes into static pods, as the Go kubelet's file and HTTP
+//! sources do: YAML (1.1 rules) or JSON, exactly one `v1` object of kind
+//! `Pod` (or, for the HTTP source, `PodList`), unknown fields ignored, then
+//! API defaults, static identity and create validation.
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+
+use super::common::{StaticPodOrigin, apply_static_pod_identity};
+use super::defaults::set_object_defaults_pod;
+use super::prune::drop_newer_fields;
+use super::quantities::{BadQuantity, normalize_pod_quantities};
+use super::validation::{ErrorList, validate_pod_create};
+use super::yaml::{YamlError, yaml_to_json};
+
+/// Why manifest bytes did not yield a usable pod.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("manifest is not valid UTF-8")]
+    NotUtf8,
+    #[error("{0}")]
+    Yaml(#[from] YamlError),
+    #[error("json: {0}")]
+    Json(String),
+    #[error("Object 'Kind' is missing in '{0}'")]
+    MissingKind(String),
+    #[error("Object 'apiVersion' is missing in '{0}'")]
+    MissingApiVersion(String),
+    /// A well-formed object that is not what was asked for (a list where a
+    /// pod was expected, a Deployment, ...).
+    #[error(
+        "no kind {kind:?} is registered for version {api_version:?}, or it is not a {expected}"
+    )]
+    WrongKind {
+        api_version: String,
+        kind: String,
+        expected: &'static str,
+    },
+    #[error("{0}")]
+    Quantity(#[from] BadQuantity),
+    #[error("{0}")]
+    Fields(String),
+    #[error("invalid pod: {0}")]
+    Invalid(ErrorList),
+}
+
+impl DecodeError {
+    /// Whether the bytes were an object of another kind.
+    pub fn is_wrong_kind(&self) -> bool {
+        matches!(self, DecodeError::WrongKind { .. })
+    }
+
+    /// Whether the bytes decoded into the expected kind and only defaulting
+    /// or validation refused it (Go's "parsed"); otherwise another decoding
+    /// may be tried.
+    pub fn is_parsed(&self) -> bool {
+        matches!(self, DecodeError::Invalid(_))
+    }
+}
+
+/// Parses YAML or JSON into a JSON value. Text whose first non-blank
+/// character is `{` is JSON; anything else goes through the YAML reader.
+pub fn to_json(data: &[u8]) -> Result<Value, DecodeError> {
+    let text = std::str::from_utf8(data).map_err(|_| DecodeError::NotUtf8)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| DecodeError::Json(e.to_string()))
+    } else {
+        Ok(yaml_to_json(text)?)
+    }
+}
+
+fn abbreviate(value: &Value) -> String {
+    let mut s = value.to_string();
+    if s.len() > 200 {
+        let mut cut = 200;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str("...");
+    }
+    s
+}
+
+/// Checks the type of a decoded object; returns `(apiVersion, kind)`.
+fn type_meta(value: &Value) -> Result<(String, String), DecodeError> {
+    let field = |name: &str| {
+        value
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let kind = field("kind");
+    if kind.is_empty() {
+        return Err(DecodeError::MissingKind(abbreviate(value)));
+    }
+    let api_version = field("apiVersion");
+    if api_version.is_empty() {
+        return Err(DecodeError::MissingApiVersion(abbreviate(value)));
+    }
+    Ok((api_version, kind))
+}
+
+/// Decodes one `v1` Pod object held as JSON: newer fields dropped,
+/// quantities normalized, typed, defaulted, given its static identity and
+/// validated.
+fn finish_pod(
+    mut value: Value,
+    origin: StaticPodOrigin<'_>,
+    node_name: &str,
+) -> Result<Pod, DecodeError> {
+    drop_newer_fields(&mut value);
+    normalize_pod_quantities(&mut value)?;
+    let mut pod: Pod =
+        serde_json::from_value(value).map_err(|e| DecodeError::Fields(e.to_string()))?;
+    set_object_defaults_pod(&mut pod);
+    apply_static_pod_identity(&mut pod, origin, node_name);
+    let errs = validate_pod_create(&pod);
+    if !errs.is_empty() {
+        return Err(DecodeError::Invalid(errs));
+    }
+    Ok(pod)
+}
+
+/// Decodes a manifest holding a single pod.
+pub fn decode_single_pod(
+    data: &[u8],
+    origin: StaticPodOrigin<'_>,
+    node_name: &str,
+) -> Result<Pod, DecodeError> {
+    let value = to_json(data)?;
+    let (api_version, kind) = type_meta(&value)?;
+    if api_version != "v1" || kind != "Pod" {
+        return Err(DecodeError::WrongKind {
+            api_version,
+            kind,
+            expected: "Pod",
+        });
+    }
+    finish_pod(value, origin, node_name)
+}
+
+/// Decodes a `v1` PodList; every item must be a valid pod.
+pub fn decode_pod_list(
+    data: &[u8],
+    origin: StaticPodOrigin<'_>,
+    node_name: &str,
+) -> Result<Vec<Pod>, DecodeError> {
+    let value = to_json(data)?;
+    let (api_version, kind) = type_meta(&value)?;
+    if api_version != "v1" || kind != "PodList" {
+        return Err(DecodeError::WrongKind {
+            api_version,
+            kind,
+            expected: "PodList",
+        });
+    }
+    let items = match value.get("items") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(other) => {
+            return Err(DecodeError::Fields(format!(
+                "items: expected a list, got {}",
+                abbreviate(other)
+            )));
+        }
+    };
+    items
+        .into_iter()
+        .map(|mut item| {
+            // List items carry no type of their own.
+            if let Value::Object(map) = &mut item {
+                map.remove("apiVersion");
+                map.remove("kind");
+            }
+            finish_pod(item, origin, node_name)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    const ORIGIN: StaticPodOrigin<'static> = StaticPodOrigin::Url("http://example/pods");
+
+    #[test]
+    fn type_checks() {
+        let cases: &[(&str, fn(&DecodeError) -> bool)] = &[
+            ("", |e| matches!(e, DecodeError::MissingKind(_))),
+            ("kind: Pod\nmetadata: {name: a}", |e| {
+                matches!(e, DecodeError::MissingApiVersion(_))
+            }),
+            ("apiVersion: v1\nkind: PodList\nitems: []", |e| {
+                e.is_wrong_kind()
+            }),
+            ("apiVersion: apps/v1\nkind: Deployment", |e| {
+                e.is_wrong_kind()
+            }),
+            ("apiVersion: v2\nkind: Pod", |e| e.is_wrong_kind()),
+            ("{\"apiVersion\": \"v1\", \"kind\": \"Pod\",", |e| {
+                matches!(e, DecodeError::Json(_))
+            }),
+            (
+                "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: b, resources: {limits: {cpu: lots}}}]}",
+                |e| matches!(e, DecodeError::Quantity(_)),
+            ),
+            ("apiVersion: v1\nkind: Pod\nspec: {containers: 7}", |e| {
+                matches!(e, DecodeError::Fields(_))
+            }),
+            (
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: []}",
+                |e| matches!(e, DecodeError::Invalid(_)),
+            ),
+        ];
+        for (src, check) in cases {
+            let err = decode_single_pod(src.as_bytes(), ORIGIN, "node").expect_err(src);
+            assert!(check(&err), "{src:?} gave {err}");
+        }
+    }
+
+    #[test]
+    fn a_pod_list_decodes_every_item() {
+        let src = br#"{"apiVersion": "v1", "kind": "PodList", "items": [
+            {"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+            {"kind": "Ignored", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        ]}"#;
+        let pods = decode_pod_list(src, ORIGIN, "node").expect("list decodes");
+        let names: Vec<_> = pods
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["a-node", "b-node"]);
+        assert!(
+            decode_single_pod(src, ORIGIN, "node")
+                .unwrap_err()
+                .is_wrong_kind()
+        );
+    }
+
+    #[test]
+    fn yaml_and_json_of_one_pod_get_one_uid() {
+        let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: c\n    image: nginx:1.25\n    ports:\n    - containerPort: 80\n";
+        let json = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},
+            "spec":{"containers":[{"name":"c","image":"nginx:1.25","ports":[{"containerPort":80,"protocol":"TCP"}]}]}}"#;
+        let origin = StaticPodOrigin::File(Path::new("/etc/kubernetes/manifests/web"));
+        let a = decode_single_pod(yaml.as_bytes(), origin, "n").unwrap();
+        let b = decode_single_pod(json.as_bytes(), origin, "n").unwrap();
+        assert_eq!(a.metadata.uid, b.metadata.uid);
+        assert_eq!(a, b);
+    }
+}
