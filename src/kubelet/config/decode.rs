@@ -189,7 +189,8 @@ mod tests {
 
     #[test]
     fn type_checks() {
-        let cases: &[(&str, fn(&DecodeError) -> bool)] = &[
+        type Check = fn(&DecodeError) -> bool;
+        let cases: &[(&str, Check)] = &[
             ("", |e| matches!(e, DecodeError::MissingKind(_))),
             ("kind: Pod\nmetadata: {name: a}", |e| {
                 matches!(e, DecodeError::MissingApiVersion(_))

@@ -48,8 +48,8 @@ pub enum SourceError {
     Unparseable {
         url: String,
         body: String,
-        single: DecodeError,
-        multiple: DecodeError,
+        single: Box<DecodeError>,
+        multiple: Box<DecodeError>,
     },
     #[error("{url}: {source}")]
     InvalidUrlPod {

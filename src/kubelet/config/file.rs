@@ -288,7 +288,11 @@ impl Runner {
         if lost || relist {
             return (true, lost);
         }
-        let changed: Vec<PathBuf> = order.iter().filter(|p| last[*p]).cloned().collect();
+        let changed: Vec<PathBuf> = order
+            .iter()
+            .filter(|p| last.get(*p).copied().unwrap_or(false))
+            .cloned()
+            .collect();
         let node = self.node_name.clone();
         let parsed = tokio::task::spawn_blocking(move || {
             changed
@@ -304,7 +308,7 @@ impl Runner {
         let mut parsed = parsed;
         let mut dirty = false;
         for path in order {
-            if last[&path] {
+            if last.get(&path).copied().unwrap_or(false) {
                 match parsed.remove(&path) {
                     Some(Ok(pod)) => {
                         self.store.upsert(path, pod);

@@ -214,8 +214,8 @@ impl Fetcher {
             Err(multiple) => Err(SourceError::Unparseable {
                 url: self.source.raw_url.clone(),
                 body: String::from_utf8_lossy(&data).into_owned(),
-                single,
-                multiple,
+                single: Box::new(single),
+                multiple: Box::new(multiple),
             }),
         }
     }

@@ -206,7 +206,8 @@ mod tests {
 
     #[test]
     fn validated_sources() {
-        let cases: &[(&[&str], Result<Vec<&str>, &str>)] = &[
+        type Want<'a> = Result<Vec<&'a str>, &'a str>;
+        let cases: &[(&[&str], Want)] = &[
             (&["file", "", "api"], Ok(vec!["file", "api"])),
             (&["http", "*"], Ok(vec!["file", "http", "api"])),
             (&[], Ok(vec![])),

@@ -11,10 +11,12 @@
 //! DNS search paths).
 
 mod container;
+mod env;
 mod field;
 mod meta;
 mod names;
 mod pod_spec;
+mod probe;
 mod resources;
 mod volume;
 

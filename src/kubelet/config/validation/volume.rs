@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, KeyToPath, Volume};
 
-use super::container::{validate_object_field_selector, validate_resource_field_selector};
+use super::env::{validate_object_field_selector, validate_resource_field_selector};
 use super::field::{ErrorList, FieldError};
 use super::names::{is_dns1123_label, is_dns1123_subdomain};
 
@@ -213,13 +213,12 @@ fn validate_volume_source(v: &Volume, path: &str, errs: &mut ErrorList) {
                 validate_projected(pr, &p, errs);
             }
         }
-        "persistentVolumeClaim" => {
+        "persistentVolumeClaim"
             if v.persistent_volume_claim
                 .as_ref()
-                .is_some_and(|c| c.claim_name.is_empty())
-            {
-                errs.push(FieldError::required(format!("{p}.claimName"), ""));
-            }
+                .is_some_and(|c| c.claim_name.is_empty()) =>
+        {
+            errs.push(FieldError::required(format!("{p}.claimName"), ""));
         }
         "nfs" => {
             if let Some(n) = &v.nfs {
@@ -238,18 +237,15 @@ fn validate_volume_source(v: &Volume, path: &str, errs: &mut ErrorList) {
                 }
             }
         }
-        "csi" => {
-            if v.csi.as_ref().is_some_and(|c| c.driver.is_empty()) {
-                errs.push(FieldError::required(format!("{p}.driver"), ""));
-            }
+        "csi" if v.csi.as_ref().is_some_and(|c| c.driver.is_empty()) => {
+            errs.push(FieldError::required(format!("{p}.driver"), ""));
         }
-        "ephemeral" => {
+        "ephemeral"
             if v.ephemeral
                 .as_ref()
-                .is_some_and(|e| e.volume_claim_template.is_none())
-            {
-                errs.push(FieldError::required(format!("{p}.volumeClaimTemplate"), ""));
-            }
+                .is_some_and(|e| e.volume_claim_template.is_none()) =>
+        {
+            errs.push(FieldError::required(format!("{p}.volumeClaimTemplate"), ""));
         }
         _ => {}
     }
