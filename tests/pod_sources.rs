@@ -391,6 +391,25 @@ async fn file_source_relists_periodically_what_inotify_cannot_see() {
 }
 
 #[tokio::test]
+async fn file_source_follows_a_symlinked_directory() {
+    let real = tempfile::tempdir().unwrap();
+    let links = tempfile::tempdir().unwrap();
+    let link = links.path().join("manifests");
+    std::os::unix::fs::symlink(real.path(), &link).unwrap();
+    write(real.path(), "a.yaml", &manifest("a", "busybox:1.36"));
+    let (_config, mut updates, shutdown) =
+        start(vec![Box::new(FileSource::new(&link, "n", NO_RELIST))]);
+    assert_eq!(names(&next(&mut updates).await), ["a-n"]);
+    write(real.path(), "b.yaml", &manifest("b", "busybox:1.36"));
+    let added = next(&mut updates).await;
+    assert_eq!(
+        (added.op, names(&added)),
+        (PodOperation::Add, vec!["b-n".to_string()])
+    );
+    shutdown.shutdown(WAIT).await.unwrap();
+}
+
+#[tokio::test]
 async fn file_source_reads_a_single_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "only.yaml", &manifest("only", "busybox:1.36"));
@@ -620,4 +639,60 @@ async fn file_and_http_sources_merge_into_one_stream() {
     assert_eq!(all.len(), 2);
     shutdown.shutdown(WAIT).await.unwrap();
     server.stop.cancel();
+}
+
+#[tokio::test]
+async fn http_source_speaks_https_with_given_roots() {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = certified.cert.der().clone();
+    let key = rustls_pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let server_config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = pod_json("secure", "busybox:1.36").to_string();
+    let server = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let body = body.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = service_fn(move |_req: Request<hyper::body::Incoming>| {
+                    let body = body.clone();
+                    async move { Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(body)))) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    let url = format!("https://localhost:{port}/pods");
+    let trusted = HttpSource::new(&url, &BTreeMap::new(), "n", Duration::from_millis(100))
+        .unwrap()
+        .with_root_certificates(vec![cert]);
+    let (_config, mut updates, shutdown) = start(vec![Box::new(trusted)]);
+    assert_eq!(names(&next(&mut updates).await), ["secure-n"]);
+    shutdown.shutdown(WAIT).await.unwrap();
+
+    // Without the server's certificate among the roots, nothing is read.
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let untrusted = HttpSource::new(&url, &BTreeMap::new(), "n", Duration::from_millis(100))
+        .unwrap()
+        .with_root_certificates(vec![other.cert.der().clone()]);
+    let (_config, mut updates, shutdown) = start(vec![Box::new(untrusted)]);
+    assert_quiet(&mut updates, Duration::from_millis(500)).await;
+    shutdown.shutdown(WAIT).await.unwrap();
+    server.abort();
 }

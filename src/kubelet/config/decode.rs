@@ -243,6 +243,60 @@ mod tests {
     }
 
     #[test]
+    fn yaml_1_1_manifests_mean_what_they_mean_to_go() {
+        let yaml = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: cfg
+  annotations:
+    released: 2024-01-02
+spec:
+  hostNetwork: yes
+  containers:
+  - name: c
+    image: busybox:1.36
+    stdin: on
+    ports:
+    - containerPort: 0x50
+    volumeMounts:
+    - name: cfg
+      mountPath: /cfg
+      readOnly: y
+  volumes:
+  - name: cfg
+    configMap:
+      name: cfg
+      defaultMode: 0644
+";
+        let pod = decode_single_pod(yaml.as_bytes(), ORIGIN, "node").expect("valid");
+        let v = serde_json::to_value(&pod).unwrap();
+        assert_eq!(
+            v["metadata"]["annotations"]["released"],
+            "2024-01-02T00:00:00Z"
+        );
+        assert_eq!(v["spec"]["hostNetwork"], true);
+        let c = &v["spec"]["containers"][0];
+        assert_eq!(c["stdin"], true);
+        assert_eq!(c["ports"][0]["containerPort"], 80);
+        assert_eq!(
+            c["ports"][0]["hostPort"], 80,
+            "host network defaults host ports"
+        );
+        assert_eq!(c["volumeMounts"][0]["readOnly"], true);
+        assert_eq!(v["spec"]["volumes"][0]["configMap"]["defaultMode"], 420);
+        // A YAML 1.1 boolean where a string belongs is an error, as in Go.
+        let bad = yaml.replace(
+            "name: cfg\n  annotations",
+            "name: cfg\n  labels: {enabled: on}\n  annotations",
+        );
+        assert!(matches!(
+            decode_single_pod(bad.as_bytes(), ORIGIN, "node"),
+            Err(DecodeError::Fields(_))
+        ));
+    }
+
+    #[test]
     fn yaml_and_json_of_one_pod_get_one_uid() {
         let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: c\n    image: nginx:1.25\n    ports:\n    - containerPort: 80\n";
         let json = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},
