@@ -296,6 +296,100 @@ spec:
         ));
     }
 
+    /// What kubeadm writes to /etc/kubernetes/manifests.
+    const KUBEADM_ETCD: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  annotations:
+    kubeadm.kubernetes.io/etcd.advertise-client-urls: https://10.0.0.1:2379
+  creationTimestamp: null
+  labels:
+    component: etcd
+    tier: control-plane
+  name: etcd
+  namespace: kube-system
+spec:
+  containers:
+  - command:
+    - etcd
+    - --advertise-client-urls=https://10.0.0.1:2379
+    - --data-dir=/var/lib/etcd
+    image: registry.k8s.io/etcd:3.5.6-0
+    imagePullPolicy: IfNotPresent
+    livenessProbe:
+      failureThreshold: 8
+      httpGet:
+        host: 127.0.0.1
+        path: /health?exclude=NOSPACE&serializable=true
+        port: 2381
+        scheme: HTTP
+      initialDelaySeconds: 10
+      periodSeconds: 10
+      timeoutSeconds: 15
+    name: etcd
+    resources:
+      requests:
+        cpu: 100m
+        memory: 100Mi
+    startupProbe:
+      failureThreshold: 24
+      httpGet:
+        host: 127.0.0.1
+        path: /health?serializable=false
+        port: 2381
+        scheme: HTTP
+      initialDelaySeconds: 10
+      periodSeconds: 10
+      timeoutSeconds: 15
+    volumeMounts:
+    - mountPath: /var/lib/etcd
+      name: etcd-data
+    - mountPath: /etc/kubernetes/pki/etcd
+      name: etcd-certs
+  hostNetwork: true
+  priorityClassName: system-node-critical
+  securityContext:
+    seccompProfile:
+      type: RuntimeDefault
+  volumes:
+  - hostPath:
+      path: /etc/kubernetes/pki/etcd
+      type: DirectoryOrCreate
+    name: etcd-certs
+  - hostPath:
+      path: /var/lib/etcd
+      type: DirectoryOrCreate
+    name: etcd-data
+status: {}
+";
+
+    #[test]
+    fn a_kubeadm_control_plane_manifest_is_accepted() {
+        let origin = StaticPodOrigin::File(Path::new("/etc/kubernetes/manifests/etcd.yaml"));
+        let pod = decode_single_pod(KUBEADM_ETCD.as_bytes(), origin, "cp-1")
+            .expect("kubeadm's etcd is valid");
+        assert_eq!(pod.metadata.name.as_deref(), Some("etcd-cp-1"));
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("kube-system"));
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(
+            spec.priority, None,
+            "priority comes from admission, not defaulting"
+        );
+        assert_eq!(
+            spec.containers[0].termination_message_policy.as_deref(),
+            Some("File")
+        );
+        assert_eq!(
+            spec.containers[0]
+                .startup_probe
+                .as_ref()
+                .unwrap()
+                .success_threshold,
+            Some(1)
+        );
+    }
+
     #[test]
     fn yaml_and_json_of_one_pod_get_one_uid() {
         let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: c\n    image: nginx:1.25\n    ports:\n    - containerPort: 80\n";

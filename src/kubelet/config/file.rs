@@ -340,7 +340,7 @@ impl PodSource for FileSource {
     }
 
     async fn run(self: Box<Self>, updates: SourceSender, stop: CancellationToken) {
-        tracing::info!(path = %self.path.display(), "Watching path");
+        crate::vlog!(1, path = %self.path.display(), "Watching path");
         let mut runner = Runner {
             path: self.path.clone(),
             node_name: self.node_name.clone(),

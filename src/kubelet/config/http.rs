@@ -121,7 +121,7 @@ impl PodSource for HttpSource {
     }
 
     async fn run(self: Box<Self>, updates: SourceSender, stop: CancellationToken) {
-        tracing::info!(url = %self.raw_url, "Watching URL");
+        crate::vlog!(1, url = %self.raw_url, "Watching URL");
         let period = self.period;
         let mut fetcher = Fetcher {
             source: *self,

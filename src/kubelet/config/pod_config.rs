@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::merge::PodStorage;
 use super::queue::UpdateQueue;
-use crate::kubelet::types::{PodOperation, PodUpdate, format_rfc3339_nano};
+use crate::kubelet::types::{PodOperation, PodUpdate, format_rfc3339_nano, local_time_zone};
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 
@@ -68,6 +68,8 @@ pub struct PodConfig {
 impl PodConfig {
     /// A config with no sources yet, and the single reader of its updates.
     pub fn new(clock: Arc<dyn Clock>) -> (PodConfig, PodUpdates) {
+        // The first-seen annotation is written in the node's zone; read it now.
+        local_time_zone();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 storage: PodStorage::default(),

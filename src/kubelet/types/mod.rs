@@ -19,4 +19,4 @@ pub use pod_update::{
     is_critical_pod_based_on_priority, is_mirror_pod, is_node_critical_pod, is_static_pod,
     preemptable,
 };
-pub use timestamp::{format_rfc3339_nano, parse_rfc3339};
+pub use timestamp::{format_rfc3339_nano, local_time_zone, parse_rfc3339};

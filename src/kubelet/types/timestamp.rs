@@ -2,15 +2,25 @@
 //! with nanoseconds, trailing zeros of the fraction dropped, in the node's
 //! local time zone, `Z` when that zone is UTC.
 
+use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-/// Formats a wall-clock time as RFC 3339 with up to nine fraction digits.
+static LOCAL: OnceLock<TimeZone> = OnceLock::new();
+
+/// The node's time zone, read once (as Go reads its local zone once). Call it
+/// in the build phase so the read does not happen on a runtime thread later.
+pub fn local_time_zone() -> &'static TimeZone {
+    LOCAL.get_or_init(TimeZone::system)
+}
+
+/// Formats a wall-clock time as RFC 3339 with up to nine fraction digits, in
+/// the node's time zone.
 pub fn format_rfc3339_nano(time: SystemTime) -> String {
     let ts = Timestamp::try_from(time).unwrap_or(Timestamp::UNIX_EPOCH);
-    format_in_zone(ts, &TimeZone::system())
+    format_in_zone(ts, local_time_zone())
 }
 
 fn format_in_zone(ts: Timestamp, tz: &TimeZone) -> String {
