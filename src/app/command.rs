@@ -30,8 +30,12 @@ pub enum Outcome {
     Help(String),
     /// `--version`: the text for stdout.
     Version(String),
-    /// Start the kubelet with this server.
-    Run(Arc<KubeletServer>),
+    /// Start the kubelet with this server. `flag_values` are the values as
+    /// the command line alone set them (what the `FLAG:` log lines show).
+    Run {
+        server: Arc<KubeletServer>,
+        flag_values: Box<help::Defaults>,
+    },
 }
 
 /// Why the kubelet will not start. Every variant means exit status 1.
@@ -209,8 +213,13 @@ where
         flags,
         config: flag_config,
         legacy_log_flags,
-        ..
+        command,
     } = applied;
+    let flag_values = Box::new(help::Defaults {
+        flags: flags.clone(),
+        config: flag_config.clone(),
+        command,
+    });
     let mut gate = gate_from(&flag_config.feature_gates, "command line")?;
     validate_kubelet_flags(&flags, &gate)?;
     if parsed
@@ -265,24 +274,22 @@ where
             "Unsupported configuration: kubeletCgroups is not within kubeReservedCgroup"
         );
     }
-    Ok(Outcome::Run(KubeletServer::new(flags, config, gate)))
+    Ok(Outcome::Run {
+        server: KubeletServer::new(flags, config, gate),
+        flag_values,
+    })
 }
 
 /// `FLAG: --name="value"` for every flag, at `-v=1`, as the Go kubelet logs
 /// its command line.
-fn log_flags(server: &KubeletServer) {
+fn log_flags(values: &help::Defaults) {
     if !logs::v_enabled(1) {
         return;
     }
-    let defaults = help::Defaults {
-        flags: server.flags.clone(),
-        config: server.config.clone(),
-        command: CommandFlags::default(),
-    };
     let mut flags: Vec<_> = super::options::flag_table().iter().collect();
     flags.sort_by_key(|f| f.name);
     for flag in flags {
-        crate::vlog!(1, "FLAG: --{}={:?}", flag.name, defaults.value_of(flag));
+        crate::vlog!(1, "FLAG: --{}={:?}", flag.name, values.value_of(flag));
     }
 }
 
@@ -296,9 +303,11 @@ fn report(error: &CommandError) {
         CommandError::UnknownCommand(command) => {
             tracing::error!(command = %command, "Unknown command")
         }
-        CommandError::Parse(_) | CommandError::InvalidValue { .. } => {
+        CommandError::Parse(e) => tracing::error!(err = %e, "Failed to parse kubelet flag"),
+        CommandError::InvalidValue { .. } => {
             tracing::error!(err = %error, "Failed to parse kubelet flag")
         }
+        CommandError::Load(e) => tracing::error!(err = %e, "Failed to load kubelet config file"),
         other => tracing::error!(err = %other, "Failed to start the kubelet"),
     }
     if error.shows_usage() {
@@ -314,12 +323,15 @@ where
 {
     logs::init_default();
     let outcome = build(args.into_iter().skip(1), &mut std::io::stderr());
-    let server = match outcome {
+    let (server, flag_values) = match outcome {
         Ok(Outcome::Help(text)) | Ok(Outcome::Version(text)) => {
             let _ = std::io::stdout().write_all(text.as_bytes());
             return 0;
         }
-        Ok(Outcome::Run(server)) => server,
+        Ok(Outcome::Run {
+            server,
+            flag_values,
+        }) => (server, flag_values),
         Err(e) => {
             report(&e);
             return 1;
@@ -330,7 +342,7 @@ where
         report(&CommandError::Logging(e));
         return 1;
     }
-    log_flags(&server);
+    log_flags(&flag_values);
     if logs::v_enabled(5) {
         let mut shown = server.config.clone();
         for values in shown.static_pod_url_header.values_mut() {

@@ -8,3 +8,6 @@ pub mod command;
 pub mod options;
 pub mod run;
 pub mod server;
+
+#[cfg(test)]
+mod tests;

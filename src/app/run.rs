@@ -21,11 +21,6 @@ pub enum RunError {
 /// Starts the kubelet described by `server` and returns once it was asked
 /// to stop.
 pub async fn run(server: Arc<KubeletServer>) -> Result<(), RunError> {
-    tracing::info!(
-        version = %version::git_version(),
-        standalone = server.is_standalone(),
-        "Starting kubelet"
-    );
     let mut term = signal(SignalKind::terminate()).map_err(|source| RunError::Signals {
         signal: "SIGTERM",
         source,
@@ -34,6 +29,13 @@ pub async fn run(server: Arc<KubeletServer>) -> Result<(), RunError> {
         signal: "SIGINT",
         source,
     })?;
+    // Announced only once the signals are watched, so a stop request that
+    // follows the announcement is never lost.
+    tracing::info!(
+        version = %version::git_version(),
+        standalone = server.is_standalone(),
+        "Starting kubelet"
+    );
     let received = tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",

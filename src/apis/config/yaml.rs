@@ -112,11 +112,7 @@ fn parse_tree(text: &str) -> Result<Option<Node>, YamlError> {
                 }
                 in_document = true;
             }
-            Event::DocumentEnd => {
-                if root.is_some() {
-                    break;
-                }
-            }
+            Event::DocumentEnd if root.is_some() => break,
             Event::Scalar(value, style, anchor, tag) => {
                 let node = Node::Scalar {
                     text: value.into_owned(),

@@ -7,6 +7,7 @@ use super::{CommandFlags, KubeletFlags};
 use crate::apis::config::types::KubeletConfiguration;
 
 /// The values flags start from, which help shows as defaults.
+#[derive(Debug, Clone)]
 pub struct Defaults {
     pub flags: KubeletFlags,
     pub config: KubeletConfiguration,
@@ -104,7 +105,8 @@ pub fn flag_usages() -> String {
             head
         })
         .collect();
-    let width = heads.iter().map(String::len).max().unwrap_or(0) + 3;
+    // Usage text starts in this column; longer heads get a line of their own.
+    let width = 44;
     let mut out = String::new();
     for (flag, head) in flags.iter().zip(&heads) {
         let mut text = flag.usage.replace('`', "");
@@ -114,13 +116,16 @@ pub fn flag_usages() -> String {
         if let Some(reason) = flag.deprecated {
             text.push_str(&format!(" (DEPRECATED: {reason})"));
         }
-        let lines = wrap(&text, 100usize.saturating_sub(width).max(40));
-        for (i, line) in lines.iter().enumerate() {
-            if i == 0 {
-                out.push_str(&format!("{head:<width$}{line}\n"));
-            } else {
-                out.push_str(&format!("{:<width$}{line}\n", ""));
-            }
+        let lines = wrap(&text, 110 - width);
+        let mut lines = lines.iter();
+        if head.len() + 2 > width {
+            out.push_str(head);
+            out.push('\n');
+        } else if let Some(first) = lines.next() {
+            out.push_str(&format!("{head:<width$}{first}\n"));
+        }
+        for line in lines {
+            out.push_str(&format!("{:<width$}{line}\n", ""));
         }
     }
     out

@@ -217,7 +217,8 @@ mod tests {
 
     #[test]
     fn pflag_forms() {
-        let cases: &[(&[&str], &[(&str, &str)])] = &[
+        type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+        let cases: &[Case] = &[
             (&["--port=1"], &[("port", "1")]),
             (&["--port", "1"], &[("port", "1")]),
             (&["--oom-score-adj", "-5"], &[("oom-score-adj", "-5")]),
