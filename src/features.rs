@@ -413,7 +413,6 @@ impl FeatureGate {
             }
         }
         self.enabled = next;
-        crate::vlog!(1, "feature gates: {}", self);
         Ok(())
     }
 
@@ -440,6 +439,17 @@ impl FeatureGate {
     /// The explicit settings, sorted by name.
     pub fn explicit(&self) -> &BTreeMap<&'static str, bool> {
         &self.enabled
+    }
+
+    /// The explicit settings as Go prints the gate set
+    /// (`&{map[MemoryQoS:false NodeSwap:true]}`).
+    pub fn go_string(&self) -> String {
+        let pairs: Vec<String> = self
+            .enabled
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
+        format!("&{{map[{}]}}", pairs.join(" "))
     }
 
     /// The gates an operator may still choose, one `Name=true|false (MATURITY - default=x)`
@@ -618,6 +628,8 @@ mod tests {
         gate.set("NodeSwap=true, MemoryQoS = false,").unwrap();
         assert!(gate.enabled(NODE_SWAP));
         assert_eq!(gate.to_string(), "MemoryQoS=false,NodeSwap=true");
+        assert_eq!(gate.go_string(), "&{map[MemoryQoS:false NodeSwap:true]}");
+        assert_eq!(FeatureGate::new().go_string(), "&{map[]}");
         assert_eq!(
             gate.set("NodeSwap").unwrap_err().to_string(),
             "missing bool value for NodeSwap"

@@ -43,13 +43,13 @@ pub enum Outcome {
 pub enum CommandError {
     #[error("failed to parse kubelet flag: {0}")]
     Parse(#[from] ParseError),
-    #[error("invalid argument {value:?} for {flag:?} flag: {reason}")]
+    #[error("failed to parse kubelet flag: invalid argument {value:?} for {flag:?} flag: {reason}")]
     InvalidValue {
         value: String,
         flag: String,
         reason: String,
     },
-    #[error("unknown command {0:?}")]
+    #[error("unknown command {0}")]
     UnknownCommand(String),
     #[error("failed to set feature gates from the {source_name}: {error}")]
     FeatureGates {
@@ -60,13 +60,15 @@ pub enum CommandError {
     Flags(#[from] FlagValidationError),
     #[error("failed to load kubelet config file: {0}")]
     Load(#[from] LoadError),
-    #[error("failed to validate kubelet configuration{}: {}", .path.as_deref().map(|p| format!(" from {p:?}")).unwrap_or_default(), .errors.join("; "))]
+    #[error("failed to validate kubelet configuration{}:\n{}", .path.as_deref().map(|p| format!(" from {p:?}")).unwrap_or_default(), .errors.join("\n"))]
     Validation {
         path: Option<String>,
         errors: Vec<String>,
     },
     #[error("{0}")]
     Logging(#[from] logs::LogsError),
+    #[error("cannot set feature gate DynamicKubeletConfig to true, feature is locked to false")]
+    DynamicConfig,
     #[error("failed to start the async runtime: {0}")]
     Runtime(std::io::Error),
 }
@@ -274,6 +276,9 @@ where
             "Unsupported configuration: kubeletCgroups is not within kubeReservedCgroup"
         );
     }
+    if gate.enabled(features::Feature("DynamicKubeletConfig")) {
+        return Err(CommandError::DynamicConfig);
+    }
     Ok(Outcome::Run {
         server: KubeletServer::new(flags, config, gate),
         flag_values,
@@ -289,27 +294,20 @@ fn log_flags(values: &help::Defaults) {
     let mut flags: Vec<_> = super::options::flag_table().iter().collect();
     flags.sort_by_key(|f| f.name);
     for flag in flags {
-        crate::vlog!(1, "FLAG: --{}={:?}", flag.name, values.value_of(flag));
+        tracing::info!(
+            target: logs::PRINTF_TARGET,
+            v = 1,
+            "FLAG: --{}={:?}",
+            flag.name,
+            values.value_of(flag)
+        );
     }
 }
 
+/// Logs why the command failed (as the Go kubelet's `command failed`
+/// line) and, for command-line mistakes, the usage.
 fn report(error: &CommandError) {
-    match error {
-        CommandError::Validation { path, errors } => tracing::error!(
-            err = %errors.join("\n"),
-            path = path.as_deref().unwrap_or(""),
-            "Failed to validate kubelet configuration"
-        ),
-        CommandError::UnknownCommand(command) => {
-            tracing::error!(command = %command, "Unknown command")
-        }
-        CommandError::Parse(e) => tracing::error!(err = %e, "Failed to parse kubelet flag"),
-        CommandError::InvalidValue { .. } => {
-            tracing::error!(err = %error, "Failed to parse kubelet flag")
-        }
-        CommandError::Load(e) => tracing::error!(err = %e, "Failed to load kubelet config file"),
-        other => tracing::error!(err = %other, "Failed to start the kubelet"),
-    }
+    tracing::error!(err = %error, "command failed");
     if error.shows_usage() {
         let _ = std::io::stderr().write_all(help::usage().as_bytes());
     }
@@ -343,6 +341,14 @@ where
         return 1;
     }
     log_flags(&flag_values);
+    if logs::v_enabled(1) {
+        tracing::info!(
+            target: logs::PRINTF_TARGET,
+            v = 1,
+            "feature gates: {}",
+            server.feature_gate.go_string()
+        );
+    }
     if logs::v_enabled(5) {
         let mut shown = server.config.clone();
         for values in shown.static_pod_url_header.values_mut() {

@@ -130,7 +130,11 @@ pub fn format(record: &Record, time: &HeaderTime, pid: u32) -> String {
         pid,
         base_name(&record.file),
         record.line,
-        go_quote(&record.message),
+        if record.printf {
+            record.message.clone()
+        } else {
+            go_quote(&record.message)
+        },
     );
     if let Some(err) = &record.err {
         push_pair(&mut out, "err", &Value::Text(err.clone()));
@@ -190,6 +194,14 @@ mod tests {
                 "I1122 10:20:57.208900      42 m.rs:3] \"multi\" text=<\n\tline 1\n\tline 2\n > ends=<\n\ta\n >\n",
             ),
         ];
+        let printf = Record {
+            printf: true,
+            ..Record::new(Severity::Info, "src/app/command.rs", 64, "FLAG: --v=\"2\"")
+        };
+        assert_eq!(
+            format(&printf, &T, 7),
+            "I1122 10:20:57.208900       7 command.rs:64] FLAG: --v=\"2\"\n"
+        );
         for (record, pid, want) in cases {
             assert_eq!(format(&record, &T, pid), want);
         }

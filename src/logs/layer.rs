@@ -84,6 +84,7 @@ impl<S: Subscriber> Layer<S> for KlogLayer {
             meta.line().unwrap_or(0),
             "",
         );
+        record.printf = meta.target() == super::PRINTF_TARGET;
         event.record(&mut RecordVisitor(&mut record));
         write_record(&record);
     }

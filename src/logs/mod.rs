@@ -26,6 +26,10 @@ use tracing_subscriber::layer::SubscriberExt;
 
 pub use config::LoggingConfiguration;
 
+/// Events with this target print their message as it is, as klog's
+/// printf-style calls do (`I… flags.go:64] FLAG: --v="2"`), instead of quoted.
+pub const PRINTF_TARGET: &str = "klog_printf";
+
 static VERBOSITY: AtomicU32 = AtomicU32::new(0);
 static HAS_VMODULE: AtomicBool = AtomicBool::new(false);
 static VMODULE: RwLock<Vec<(String, u32)>> = RwLock::new(Vec::new());

@@ -56,6 +56,8 @@ pub struct Record {
     /// An `err`/`error` field.
     pub err: Option<String>,
     pub fields: Vec<(String, Value)>,
+    /// A printf-style entry: the text format prints the message unquoted.
+    pub printf: bool,
 }
 
 impl Record {
@@ -68,6 +70,7 @@ impl Record {
             verbosity: 0,
             err: None,
             fields: Vec::new(),
+            printf: false,
         }
     }
 

@@ -54,7 +54,6 @@ pub struct KubeletFlags {
     pub kubelet_config_file: String,
     pub experimental_mounter_path: String,
     pub experimental_node_allocatable_ignore_eviction_threshold: bool,
-    pub experimental_check_node_capabilities_before_mount: bool,
     /// `--node-labels`, applied when the node registers.
     pub node_labels: BTreeMap<String, String>,
     pub lock_file_path: String,
@@ -68,7 +67,6 @@ pub struct KubeletFlags {
     pub max_container_count: i32,
     pub master_service_namespace: String,
     pub register_schedulable: bool,
-    pub non_masquerade_cidr: String,
     pub keep_terminated_pod_volumes: bool,
     /// Flags that libraries registered globally in the Go kubelet.
     pub globals: GlobalFlags,
@@ -78,6 +76,8 @@ pub struct KubeletFlags {
 /// `--housekeeping-interval` are deprecated there and here.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GlobalFlags {
+    /// The in-tree Azure image credential provider's settings file.
+    pub azure_container_registry_config: String,
     pub housekeeping_interval: Duration,
     pub global_housekeeping_interval: Duration,
     pub application_metrics_count_limit: i64,
@@ -137,6 +137,7 @@ impl Default for LegacyLogFlags {
 impl Default for GlobalFlags {
     fn default() -> Self {
         GlobalFlags {
+            azure_container_registry_config: String::new(),
             housekeeping_interval: Duration::from_secs(10),
             global_housekeeping_interval: Duration::from_mins(1),
             application_metrics_count_limit: 100,
@@ -182,7 +183,6 @@ impl Default for KubeletFlags {
             kubelet_config_file: String::new(),
             experimental_mounter_path: String::new(),
             experimental_node_allocatable_ignore_eviction_threshold: false,
-            experimental_check_node_capabilities_before_mount: false,
             node_labels: BTreeMap::new(),
             lock_file_path: String::new(),
             exit_on_lock_contention: false,
@@ -192,7 +192,6 @@ impl Default for KubeletFlags {
             max_container_count: -1,
             master_service_namespace: "default".into(),
             register_schedulable: true,
-            non_masquerade_cidr: "10.0.0.0/8".into(),
             keep_terminated_pod_volumes: false,
             globals: GlobalFlags::default(),
         }

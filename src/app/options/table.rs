@@ -278,6 +278,13 @@ fn build() -> Vec<Flag> {
             "Directory holding the image credential provider plugin binaries."
         ),
         kf!(
+            "azure-container-registry-config",
+            Str,
+            globals.azure_container_registry_config,
+            None,
+            "Path to the file with Azure container registry settings (in-tree Azure credential provider)."
+        ),
+        kf!(
             "cloud-provider",
             Str,
             cloud_provider,
@@ -327,13 +334,6 @@ fn build() -> Vec<Flag> {
             "Register the node as schedulable; no effect when --register-node is false."
         ),
         kf!(
-            "non-masquerade-cidr",
-            Str,
-            non_masquerade_cidr,
-            Some(FUTURE),
-            "Traffic to addresses outside this range is masqueraded; '0.0.0.0/0' never masquerades."
-        ),
-        kf!(
             "keep-terminated-pod-volumes",
             Bool,
             keep_terminated_pod_volumes,
@@ -353,13 +353,6 @@ fn build() -> Vec<Flag> {
             experimental_node_allocatable_ignore_eviction_threshold,
             Some("it will be removed in 1.25 or later"),
             "Leave hard eviction thresholds out of the node allocatable computation."
-        ),
-        kf!(
-            "experimental-check-node-capabilities-before-mount",
-            Bool,
-            experimental_check_node_capabilities_before_mount,
-            Some(PRE_CSI),
-            "[Experimental] Check that the node has the tools a mount needs before mounting."
         ),
         // cAdvisor's flags.
         kf!(
@@ -995,12 +988,6 @@ fn build() -> Vec<Flag> {
             Bool,
             kernel_memcg_notification,
             "Learn of memory thresholds from kernel memcg notifications instead of polling."
-        ),
-        cf!(
-            "experimental-kernel-memcg-notification",
-            Bool,
-            kernel_memcg_notification,
-            "Old name of --kernel-memcg-notification."
         ),
         cf!(
             "local-storage-capacity-isolation",

@@ -298,7 +298,7 @@ fn help_version_and_command_line_errors() {
     ));
     let cases: &[(&[&str], &str)] = &[
         (&["--bogus"], "unknown flag: --bogus"),
-        (&["run"], "unknown command \"run\""),
+        (&["run"], "unknown command run"),
         (
             &["--port=abc"],
             "invalid argument \"abc\" for \"--port\" flag: strconv.ParseInt",
