@@ -384,11 +384,13 @@ impl FeatureGate {
             next.insert(key, *value);
             match spec.pre_release {
                 PreRelease::Deprecated => tracing::warn!(
+                    target: crate::logs::PRINTF_TARGET,
                     "Setting deprecated feature gate {}={}. It will be removed in a future release.",
                     key,
                     value
                 ),
-                PreRelease::Ga if key != ALL_ALPHA && key != ALL_BETA => tracing::warn!(
+                PreRelease::Ga => tracing::warn!(
+                    target: crate::logs::PRINTF_TARGET,
                     "Setting GA feature gate {}={}. It will be removed in a future release.",
                     key,
                     value

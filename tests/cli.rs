@@ -269,3 +269,49 @@ fn starts_and_stops_on_sigterm_and_sigint() {
         assert_eq!(status.and_then(|s| s.code()), Some(0), "{signal}");
     }
 }
+
+#[test]
+fn klog_file_flags_send_the_text_log_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("kubelet.log");
+    let mut child = kubelet()
+        .arg("--logtostderr=false")
+        .arg(format!("--log-file={}", log.display()))
+        .arg("--skip-headers")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kubelet");
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if std::fs::read_to_string(&log).is_ok_and(|t| t.contains("Starting kubelet")) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = wait_within(&mut child, Duration::from_secs(5));
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().unwrap();
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.starts_with("\"Starting kubelet\" version="),
+        "{logged}"
+    );
+    let stderr = text(&output.stderr);
+    assert!(
+        !stderr.contains("Starting kubelet"),
+        "info stays out of stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("Flag --logtostderr has been deprecated"),
+        "{stderr}"
+    );
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+}

@@ -304,6 +304,24 @@ fn log_flags(values: &help::Defaults) {
     }
 }
 
+/// klog's own (deprecated) output flags, which the text format honours.
+fn apply_klog_flags(server: &KubeletServer) -> Result<(), logs::LogsError> {
+    if server.config.logging.format != logs::config::TEXT_FORMAT {
+        return Ok(());
+    }
+    let k = &server.flags.globals.klog;
+    let path = |p: &str| (!p.is_empty()).then(|| std::path::PathBuf::from(p));
+    logs::set_legacy_output(logs::LegacyOutput {
+        logtostderr: k.logtostderr,
+        alsologtostderr: k.alsologtostderr,
+        stderr_threshold: logs::legacy::parse_threshold(&k.stderrthreshold),
+        log_file: path(&k.log_file),
+        log_dir: path(&k.log_dir),
+        skip_headers: k.skip_headers,
+        add_dir_header: k.add_dir_header,
+    })
+}
+
 /// Logs why the command failed (as the Go kubelet's `command failed`
 /// line) and, for command-line mistakes, the usage.
 fn report(error: &CommandError) {
@@ -336,7 +354,7 @@ where
         }
     };
     features::set_default_feature_gate(server.feature_gate.clone());
-    if let Err(e) = logs::apply(&server.config.logging) {
+    if let Err(e) = logs::apply(&server.config.logging).and_then(|()| apply_klog_flags(&server)) {
         report(&CommandError::Logging(e));
         return 1;
     }

@@ -175,13 +175,17 @@ impl LoggingConfiguration {
 pub fn parse_vmodule(text: &str) -> Result<Vec<VModuleItem>, String> {
     let mut items = Vec::new();
     for part in text.split(',').filter(|p| !p.is_empty()) {
-        let (pattern, level) = part
-            .split_once('=')
-            .ok_or_else(|| format!("{part:?} does not have the pattern=N format"))?;
+        let fields: Vec<&str> = part.split('=').collect();
+        let [pattern, level] = fields.as_slice() else {
+            return Err(format!("{part:?} does not have the pattern=N format"));
+        };
+        if pattern.is_empty() || level.is_empty() {
+            return Err(format!("{part:?} does not have the pattern=N format"));
+        }
         let verbosity = level
             .parse::<u32>()
             .ok()
-            .filter(|v| *v <= i32::MAX as u32)
+            .filter(|v| *v <= i32::MAX as u32 && level.bytes().all(|c| c.is_ascii_digit()))
             .ok_or_else(|| format!("parsing verbosity in {part:?}: {level:?} is not a level"))?;
         items.push(VModuleItem {
             file_pattern: pattern.to_string(),

@@ -116,26 +116,57 @@ pub fn base_name(file: &str) -> &str {
     file.rsplit(['/', '\\']).next().unwrap_or(file)
 }
 
+/// The file's parent directory and name (`--add-dir-header`).
+fn dir_and_name(file: &str) -> &str {
+    let mut seps = file.rmatch_indices(['/', '\\']);
+    match (seps.next(), seps.next()) {
+        (Some(_), Some((i, _))) => &file[i + 1..],
+        _ => file,
+    }
+}
+
+/// klog's header switches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeaderOptions {
+    /// `--skip-headers`: no header at all.
+    pub skip_headers: bool,
+    /// `--add-dir-header`: the file's directory in the header.
+    pub add_dir: bool,
+}
+
 /// Formats one entry as a klog text line (with its newline).
 pub fn format(record: &Record, time: &HeaderTime, pid: u32) -> String {
-    let mut out = format!(
-        "{}{:02}{:02} {:02}:{:02}:{:02}.{:06} {:>7} {}:{}] {}",
-        record.severity.letter(),
-        time.month,
-        time.day,
-        time.hour,
-        time.minute,
-        time.second,
-        time.micros,
-        pid,
-        base_name(&record.file),
-        record.line,
-        if record.printf {
-            record.message.clone()
-        } else {
-            go_quote(&record.message)
-        },
-    );
+    format_with(record, time, pid, HeaderOptions::default())
+}
+
+/// [`format`] with klog's header switches.
+pub fn format_with(record: &Record, time: &HeaderTime, pid: u32, options: HeaderOptions) -> String {
+    let message = if record.printf {
+        record.message.clone()
+    } else {
+        go_quote(&record.message)
+    };
+    let mut out = if options.skip_headers {
+        message
+    } else {
+        format!(
+            "{}{:02}{:02} {:02}:{:02}:{:02}.{:06} {:>7} {}:{}] {message}",
+            record.severity.letter(),
+            time.month,
+            time.day,
+            time.hour,
+            time.minute,
+            time.second,
+            time.micros,
+            pid,
+            if options.add_dir {
+                dir_and_name(&record.file)
+            } else {
+                base_name(&record.file)
+            },
+            record.line,
+        )
+    };
     if let Some(err) = &record.err {
         push_pair(&mut out, "err", &Value::Text(err.clone()));
     }
@@ -205,6 +236,24 @@ mod tests {
         for (record, pid, want) in cases {
             assert_eq!(format(&record, &T, pid), want);
         }
+    }
+
+    #[test]
+    fn header_switches() {
+        let r = Record::new(Severity::Info, "src/app/run.rs", 9, "hi");
+        let skip = HeaderOptions {
+            skip_headers: true,
+            add_dir: false,
+        };
+        assert_eq!(format_with(&r, &T, 1, skip), "\"hi\"\n");
+        let dir = HeaderOptions {
+            skip_headers: false,
+            add_dir: true,
+        };
+        assert_eq!(
+            format_with(&r, &T, 1, dir),
+            "I1122 10:20:57.208900       1 app/run.rs:9] \"hi\"\n"
+        );
     }
 
     #[test]

@@ -93,10 +93,22 @@ impl<S: Subscriber> Layer<S> for KlogLayer {
 /// Formats and writes one entry with the current settings.
 pub fn write_record(record: &Record) {
     let (line, to_stdout) = match format() {
-        Format::Text => (
-            klog::format(record, &HeaderTime::now(), std::process::id()),
-            false,
-        ),
+        Format::Text => {
+            let legacy = super::legacy::current();
+            let options = legacy
+                .as_ref()
+                .map(|o| klog::HeaderOptions {
+                    skip_headers: o.settings.skip_headers,
+                    add_dir: o.settings.add_dir_header,
+                })
+                .unwrap_or_default();
+            let line = klog::format_with(record, &HeaderTime::now(), std::process::id(), options);
+            if let Some(output) = legacy {
+                output.write(record.severity, &line);
+                return;
+            }
+            (line, false)
+        }
         Format::Json => (
             json::format(record, json::epoch_millis(std::time::SystemTime::now())),
             SPLIT_STREAM.load(Ordering::Relaxed) && record.severity != Severity::Error,

@@ -17,6 +17,7 @@ pub mod config;
 pub mod json;
 pub mod klog;
 pub mod layer;
+pub mod legacy;
 pub mod record;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -25,6 +26,7 @@ use std::sync::{Once, RwLock};
 use tracing_subscriber::layer::SubscriberExt;
 
 pub use config::LoggingConfiguration;
+pub use legacy::{LegacyOutput, set_legacy_output};
 
 /// Events with this target print their message as it is, as klog's
 /// printf-style calls do (`I… flags.go:64] FLAG: --v="2"`), instead of quoted.

@@ -676,12 +676,16 @@ impl FlagValue for QuantityValue {
 impl FlagValue for Level {
     type Target = u32;
     const TYPE: &'static str = "Level";
+    /// A decimal level that fits in 31 bits.
     fn set(t: &mut u32, v: &str, _: bool) -> Result<(), String> {
+        if v.is_empty() || !v.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(format!("strconv.ParseUint: parsing {v:?}: invalid syntax"));
+        }
         *t = v
             .parse::<u32>()
             .ok()
             .filter(|l| *l <= i32::MAX as u32)
-            .ok_or_else(|| format!("strconv.ParseUint: parsing {v:?}: invalid syntax"))?;
+            .ok_or_else(|| format!("strconv.ParseUint: parsing {v:?}: value out of range"))?;
         Ok(())
     }
     fn get(t: &u32) -> String {
@@ -692,8 +696,9 @@ impl FlagValue for Level {
 impl FlagValue for VModule {
     type Target = Vec<VModuleItem>;
     const TYPE: &'static str = "pattern=N,...";
+    /// Patterns append to what is there, even over the file's list.
     fn set(t: &mut Self::Target, v: &str, _: bool) -> Result<(), String> {
-        *t = parse_vmodule(v)?;
+        t.extend(parse_vmodule(v)?);
         Ok(())
     }
     fn get(t: &Self::Target) -> String {
