@@ -13,4 +13,5 @@ pub mod pod;
 pub mod prober;
 pub mod qos;
 pub mod server;
+pub mod status;
 pub mod types;
