@@ -10,3 +10,4 @@ pub mod rlimit;
 pub mod signals;
 pub mod swap;
 pub mod systemd;
+pub mod yaml;
