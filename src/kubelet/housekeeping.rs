@@ -69,7 +69,9 @@ impl Housekeeping {
             self.pod_container_manager
                 .get_all_pods_from_cgroups()
                 .await
-                .map_err(|e| format!("failed to get list of pods that still exist on cgroup mounts: {e}"))?
+                .map_err(|e| {
+                    format!("failed to get list of pods that still exist on cgroup mounts: {e}")
+                })?
         } else {
             BTreeMap::new()
         };
@@ -141,8 +143,11 @@ impl Housekeeping {
             tracing::warn!(pod = %format_pod(pod), "Desired pod has no pod worker; dispatching it");
             report.undispatched.push(uid);
             let mirror = self.pod_manager.get_mirror_pod_by_pod(pod);
-            self.pod_workers
-                .update_pod(UpdatePodOptions::new(SyncPodType::Create, pod.clone(), mirror));
+            self.pod_workers.update_pod(UpdatePodOptions::new(
+                SyncPodType::Create,
+                pod.clone(),
+                mirror,
+            ));
         }
 
         crate::vlog!(3, "Clean up orphaned pod statuses");
@@ -175,7 +180,11 @@ impl Housekeeping {
             let exists = move |uid: &str| !keep && volumes.pod_volumes_exist(uid);
             let done = self
                 .pod_container_manager
-                .cleanup_orphaned(&cgroup_pods, &possibly_running.iter().cloned().collect(), &exists)
+                .cleanup_orphaned(
+                    &cgroup_pods,
+                    &possibly_running.iter().cloned().collect(),
+                    &exists,
+                )
                 .await;
             report.cgroups_destroyed = done.destroyed;
         }
@@ -184,8 +193,14 @@ impl Housekeeping {
             gc();
         }
 
-        let active = filter_out_inactive_pods(all_pods.clone(), &self.pod_workers, &self.status_manager);
-        crate::vlog!(4, desired = all_pods.len(), active = active.len(), "Pod counts");
+        let active =
+            filter_out_inactive_pods(all_pods.clone(), &self.pod_workers, &self.status_manager);
+        crate::vlog!(
+            4,
+            desired = all_pods.len(),
+            active = active.len(),
+            "Pod counts"
+        );
 
         for uid in restartable {
             let Some(pod) = by_uid.get(&uid) else {

@@ -14,6 +14,8 @@
 //!   remove the pod cgroup, mark the status final.
 
 mod seams;
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cm::{ContainerManager, PodContainerManager};
 use crate::kubelet::container::helpers::is_host_network_pod;
 use crate::kubelet::container::{
-    ContainerState, PodStatus, PodSyncResult, Runtime, RunningContainer, RunningPod, format_pod,
+    ContainerState, PodStatus, PodSyncResult, RunningContainer, RunningPod, Runtime, format_pod,
 };
 use crate::kubelet::pod_workers::events::reasons;
 use crate::kubelet::pod_workers::{
@@ -190,11 +192,8 @@ impl PodSyncer {
                 }
             }
         }
-        let restart_never = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.restart_policy.as_deref())
-            == Some("Never");
+        let restart_never =
+            pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("Never");
         if killed && restart_never {
             return Ok(());
         }

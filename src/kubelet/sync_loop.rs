@@ -11,6 +11,12 @@ pub mod fit;
 mod handlers;
 pub mod runtime_state;
 
+#[cfg(test)]
+mod admission_tests;
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -201,7 +207,11 @@ impl SyncLoop {
                 let started = u.result == ProbeResult::Success;
                 self.status_manager
                     .set_container_startup(&u.pod_uid, &u.container_id, started);
-                self.handle_probe_sync(&u, "startup", if started { "started" } else { "unhealthy" });
+                self.handle_probe_sync(
+                    &u,
+                    "startup",
+                    if started { "started" } else { "unhealthy" },
+                );
             }
             Input::Housekeeping => self.run_housekeeping().await,
         }
@@ -264,7 +274,10 @@ impl SyncLoop {
 
     async fn run_housekeeping(&self) {
         if !self.sources_ready.all_ready() {
-            crate::vlog!(4, "SyncLoop (housekeeping, skipped): sources aren't ready yet");
+            crate::vlog!(
+                4,
+                "SyncLoop (housekeeping, skipped): sources aren't ready yet"
+            );
             return;
         }
         let start = tokio::time::Instant::now();
@@ -274,7 +287,10 @@ impl SyncLoop {
         }
         let took = start.elapsed();
         if took > HOUSEKEEPING_WARNING_DURATION {
-            tracing::error!(seconds = took.as_secs_f64(), "Housekeeping took longer than 15s");
+            tracing::error!(
+                seconds = took.as_secs_f64(),
+                "Housekeeping took longer than 15s"
+            );
         }
         crate::vlog!(4, "SyncLoop (housekeeping) end");
     }

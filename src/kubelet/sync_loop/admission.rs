@@ -94,7 +94,11 @@ pub struct SysctlAllowlist {
 impl SysctlAllowlist {
     pub fn new(allowed_unsafe: &[String]) -> Self {
         let mut list = SysctlAllowlist::default();
-        for s in SAFE_SYSCTLS.iter().map(|s| s.to_string()).chain(allowed_unsafe.iter().cloned()) {
+        for s in SAFE_SYSCTLS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(allowed_unsafe.iter().cloned())
+        {
             match s.strip_suffix('*') {
                 Some(prefix) => list.prefixes.push(prefix.to_string()),
                 None => list.names.push(s),
@@ -111,7 +115,10 @@ impl SysctlAllowlist {
         }
         let ns = SysctlNamespace::of(name);
         if (ns == SysctlNamespace::Ipc && host_ipc) || (ns == SysctlNamespace::Net && host_net) {
-            return Err(format!("{name:?} not allowed with host {} enabled", ns.as_str()));
+            return Err(format!(
+                "{name:?} not allowed with host {} enabled",
+                ns.as_str()
+            ));
         }
         Ok(())
     }
@@ -182,7 +189,9 @@ impl Admission {
                     tracing::info!(pod = %format_pod(pod), err = %e, "Failed to admit pod, unexpected error while attempting to recover from admission failure");
                     return PodAdmitResult::reject(
                         "UnexpectedAdmissionError",
-                        format!("Unexpected error while attempting to recover from admission failure: {e}"),
+                        format!(
+                            "Unexpected error while attempting to recover from admission failure: {e}"
+                        ),
                     );
                 }
                 failures = Vec::new();
@@ -201,7 +210,11 @@ impl Admission {
             .filter(|v| v.as_str() == os)
             .cloned()
             .unwrap_or_else(|| os.to_string());
-        if let Some(wanted) = pod.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/os"))
+        if let Some(wanted) = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("kubernetes.io/os"))
             && *wanted != node_os
         {
             return PodAdmitResult::reject(
@@ -251,7 +264,11 @@ impl Admission {
                 continue;
             }
             for (name, q) in needed.iter_mut() {
-                *q -= if name == "pods" { 1 } else { req.get(name).copied().unwrap_or(0) };
+                *q -= if name == "pods" {
+                    1
+                } else {
+                    req.get(name).copied().unwrap_or(0)
+                };
             }
             chosen.push(candidate);
         }
@@ -270,9 +287,12 @@ impl Admission {
         };
         for victim in chosen {
             tracing::info!(pod = %format_pod(&victim), preemptor = %format_pod(pod), "Preempting pod to free up resources");
-            preempt(victim.clone())
-                .await
-                .map_err(|e| format!("preemption: pod {} failed to evict {e}", format_pod(&victim)))?;
+            preempt(victim.clone()).await.map_err(|e| {
+                format!(
+                    "preemption: pod {} failed to evict {e}",
+                    format_pod(&victim)
+                )
+            })?;
         }
         Ok(())
     }

@@ -16,18 +16,21 @@ pub const MIN_DEAD_CONTAINER_IN_POD: i32 = 1;
 
 /// The exited containers to delete: those named like `filter_id` (all
 /// exited ones when no filter), newest `keep` kept.
-pub fn containers_to_delete(
-    filter_id: &str,
-    status: &PodStatus,
-    keep: usize,
-) -> Vec<ContainerId> {
+pub fn containers_to_delete(filter_id: &str, status: &PodStatus, keep: usize) -> Vec<ContainerId> {
     let matched: Option<&ContainerStatus> = if filter_id.is_empty() {
         None
     } else {
-        match status.container_statuses.iter().find(|c| c.id.id == filter_id) {
+        match status
+            .container_statuses
+            .iter()
+            .find(|c| c.id.id == filter_id)
+        {
             Some(c) => Some(c),
             None => {
-                tracing::info!(container_id = filter_id, "Container not found in pod's containers");
+                tracing::info!(
+                    container_id = filter_id,
+                    "Container not found in pod's containers"
+                );
                 return Vec::new();
             }
         }
@@ -60,7 +63,10 @@ pub struct ContainerDeletorTask {
 
 impl ContainerDeletor {
     /// `max_per_pod_container` is the GC policy's; at least one instance is kept.
-    pub fn new(runtime: Arc<dyn Runtime>, max_per_pod_container: i32) -> (Self, ContainerDeletorTask) {
+    pub fn new(
+        runtime: Arc<dyn Runtime>,
+        max_per_pod_container: i32,
+    ) -> (Self, ContainerDeletorTask) {
         let (tx, rx) = mpsc::channel(CONTAINER_DELETOR_BUFFER_LIMIT);
         let keep = max_per_pod_container.max(MIN_DEAD_CONTAINER_IN_POD) as usize;
         (
@@ -72,7 +78,11 @@ impl ContainerDeletor {
     /// Deletes dead instances of the container `filter_id` (or of every
     /// container when `remove_all`).
     pub fn delete_containers_in_pod(&self, filter_id: &str, status: &PodStatus, remove_all: bool) {
-        let (keep, filter) = if remove_all { (0, "") } else { (self.keep, filter_id) };
+        let (keep, filter) = if remove_all {
+            (0, "")
+        } else {
+            (self.keep, filter_id)
+        };
         for id in containers_to_delete(filter, status, keep) {
             if self.tx.try_send(id.clone()).is_err() {
                 tracing::info!(container_id = %id, "Failed to issue the request to remove container");
@@ -144,7 +154,11 @@ mod tests {
             ("missing", 0, vec![]),
         ];
         for (filter, keep, want) in cases {
-            assert_eq!(ids(containers_to_delete(filter, &status, keep)), want, "{filter} keep {keep}");
+            assert_eq!(
+                ids(containers_to_delete(filter, &status, keep)),
+                want,
+                "{filter} keep {keep}"
+            );
         }
     }
 }

@@ -32,7 +32,10 @@ pub type NodeFn = Arc<dyn Fn() -> AdmissionNode + Send + Sync>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FitFailure {
     /// A predicate failed (`NodeAffinity`, `NodeName`, `NodePorts`, `TaintToleration`).
-    Predicate { name: &'static str, reason: &'static str },
+    Predicate {
+        name: &'static str,
+        reason: &'static str,
+    },
     /// Not enough of a resource (in milli-units for cpu, units otherwise).
     Insufficient {
         resource: String,
@@ -186,7 +189,11 @@ fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&String>) ->
             let Ok(bound) = bound.parse::<i64>() else {
                 return false;
             };
-            if req.operator == "Gt" { v > bound } else { v < bound }
+            if req.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
         }
         _ => false,
     }
@@ -206,7 +213,10 @@ fn node_affinity_matches(pod: &Pod, node: &AdmissionNode) -> bool {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
     else {
         return true;
     };
@@ -220,9 +230,9 @@ fn node_affinity_matches(pod: &Pod, node: &AdmissionNode) -> bool {
         exprs
             .iter()
             .all(|r| requirement_matches(r, node.labels.get(&r.key)))
-            && fields.iter().all(|r| {
-                r.key == "metadata.name" && requirement_matches(r, Some(&name_label))
-            })
+            && fields
+                .iter()
+                .all(|r| r.key == "metadata.name" && requirement_matches(r, Some(&name_label)))
     })
 }
 
@@ -242,7 +252,11 @@ fn host_ports(pod: &Pod) -> Vec<(String, String, i32)> {
                 continue;
             };
             let ip = p.host_ip.clone().unwrap_or_default();
-            let ip = if ip.is_empty() { "0.0.0.0".to_string() } else { ip };
+            let ip = if ip.is_empty() {
+                "0.0.0.0".to_string()
+            } else {
+                ip
+            };
             let proto = p.protocol.clone().unwrap_or_else(|| "TCP".into());
             out.push((ip, proto, port));
         }
@@ -259,9 +273,7 @@ fn ports_fit(pod: &Pod, others: &[Arc<Pod>]) -> bool {
     let used: HashSet<(String, String, i32)> = others.iter().flat_map(|p| host_ports(p)).collect();
     wanted.iter().all(|(ip, proto, port)| {
         !used.iter().any(|(uip, uproto, uport)| {
-            uport == port
-                && uproto == proto
-                && (uip == ip || uip == "0.0.0.0" || ip == "0.0.0.0")
+            uport == port && uproto == proto && (uip == ip || uip == "0.0.0.0" || ip == "0.0.0.0")
         })
     })
 }
@@ -278,7 +290,9 @@ fn tolerates(t: &Toleration, taint: &Taint) -> bool {
     }
     match t.operator.as_deref().unwrap_or("Equal") {
         "Exists" => true,
-        "Equal" | "" => t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
+        "Equal" | "" => {
+            t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
+        }
         _ => false,
     }
 }
@@ -292,7 +306,11 @@ pub fn general_predicates(pod: &Pod, node: &AdmissionNode, others: &[Arc<Pod>]) 
             reason: "node(s) didn't match Pod's node affinity/selector",
         });
     }
-    let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+    let node_name = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or_default();
     if !node_name.is_empty() && node_name != node.name {
         out.push(FitFailure::Predicate {
             name: "NodeName",

@@ -102,7 +102,12 @@ impl SyncLoop {
     /// A mirror pod change is an update of its static pod.
     fn handle_mirror_pod(&self, mirror: &Pod, start: Instant) {
         if let Some(pod) = self.pod_manager.get_pod_by_mirror_pod(mirror) {
-            self.dispatch_work(pod, SyncPodType::Update, Some(Arc::new(mirror.clone())), start);
+            self.dispatch_work(
+                pod,
+                SyncPodType::Update,
+                Some(Arc::new(mirror.clone())),
+                start,
+            );
         }
     }
 

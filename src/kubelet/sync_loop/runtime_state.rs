@@ -130,7 +130,9 @@ impl RuntimeState {
         let inner = self.read();
         let mut errs = Vec::new();
         match inner.last_base_runtime_sync {
-            None => errs.push("container runtime status check may not have completed yet".to_string()),
+            None => {
+                errs.push("container runtime status check may not have completed yet".to_string())
+            }
             Some(t) if t + self.threshold <= self.clock.monotonic() => {
                 errs.push("container runtime is down".to_string())
             }
@@ -183,12 +185,20 @@ mod tests {
         assert_eq!(s.runtime_errors(), None);
         assert_eq!(
             s.network_errors().as_deref(),
-            Some("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized")
+            Some(
+                "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized"
+            )
         );
         tokio::time::advance(MAX_WAIT_FOR_CONTAINER_RUNTIME).await;
-        assert_eq!(s.runtime_errors().as_deref(), Some("container runtime is down"));
+        assert_eq!(
+            s.runtime_errors().as_deref(),
+            Some("container runtime is down")
+        );
         s.set_runtime_sync();
-        s.add_health_check("PLEG", Arc::new(|| Err("pleg was last seen active 3m0s ago".into())));
+        s.add_health_check(
+            "PLEG",
+            Arc::new(|| Err("pleg was last seen active 3m0s ago".into())),
+        );
         assert_eq!(
             s.runtime_errors().as_deref(),
             Some("PLEG is not healthy: pleg was last seen active 3m0s ago")
@@ -199,7 +209,9 @@ mod tests {
         assert!(!s.apply_status(&down));
         assert_eq!(
             s.runtime_errors().as_deref(),
-            Some("[PLEG is not healthy: pleg was last seen active 3m0s ago, container runtime not ready: <nil>]")
+            Some(
+                "[PLEG is not healthy: pleg was last seen active 3m0s ago, container runtime not ready: <nil>]"
+            )
         );
         assert_eq!(s.network_errors(), None);
     }
