@@ -86,6 +86,16 @@ impl Default for ProbeGates {
     }
 }
 
+impl ProbeGates {
+    /// The gates as `gate` sets them (`--feature-gates`).
+    pub fn from_gate(gate: &crate::features::FeatureGate) -> Self {
+        Self {
+            exec_probe_timeout: gate.enabled(crate::features::EXEC_PROBE_TIMEOUT),
+            grpc_container_probe: gate.enabled(crate::features::GRPC_CONTAINER_PROBE),
+        }
+    }
+}
+
 /// Runs probes and records their events.
 pub struct Prober {
     exec: ExecProber,

@@ -316,3 +316,13 @@ async fn bad_port_is_an_error_and_tcp_uses_pod_ip_by_default() {
         ))
     );
 }
+
+#[test]
+fn gates_follow_the_feature_gate() {
+    let mut gate = crate::features::FeatureGate::new();
+    assert_eq!(ProbeGates::from_gate(&gate), ProbeGates::default());
+    gate.set("GRPCContainerProbe=false").expect("set");
+    let g = ProbeGates::from_gate(&gate);
+    assert!(!g.grpc_container_probe);
+    assert!(g.exec_probe_timeout);
+}
