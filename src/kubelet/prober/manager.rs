@@ -165,8 +165,11 @@ impl ProberManager {
     /// added earlier start now).
     pub fn start(&self, tasks: &TaskSet) {
         let pending: Vec<WorkerSeed> = {
+            // Workers lock first, then tasks, as in add_pod: a pod added
+            // meanwhile is either pending here or sees the task set.
+            let mut workers = lock(&self.shared.workers);
             *lock(&self.shared.tasks) = Some(tasks.clone());
-            lock(&self.shared.workers)
+            workers
                 .values_mut()
                 .filter_map(|h| h.pending.take())
                 .collect()
@@ -191,10 +194,10 @@ impl ProberManager {
     pub fn add_pod(&self, pod: &Pod) {
         let pod = Arc::new(pod.clone());
         let uid = pod_uid(&pod).to_string();
-        let tasks = lock(&self.shared.tasks).clone();
         let mut to_spawn = Vec::new();
-        {
+        let tasks = {
             let mut workers = lock(&self.shared.workers);
+            let tasks = lock(&self.shared.tasks).clone();
             let containers = pod
                 .spec
                 .as_ref()
@@ -240,7 +243,8 @@ impl ProberManager {
                     workers.insert(key, handle);
                 }
             }
-        }
+            tasks
+        };
         if let Some(tasks) = tasks {
             for seed in to_spawn {
                 self.spawn(seed, &tasks);

@@ -6,9 +6,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::metrics::{CounterVec, Desc, HistogramVec, Stability, default_buckets, global};
 
-/// `prober_probe_total{probe_type,result,container,pod,namespace,pod_uid}`.
+/// `prober_probe_total{container,namespace,pod,pod_uid,probe_type,result}`.
 pub const PROBE_TOTAL: &str = "prober_probe_total";
-/// `prober_probe_duration_seconds{probe_type,container,pod,namespace}`.
+/// `prober_probe_duration_seconds{container,namespace,pod,probe_type}`.
 pub const PROBE_DURATION: &str = "prober_probe_duration_seconds";
 
 /// `result` label values.
@@ -23,13 +23,14 @@ pub fn probe_total() -> &'static CounterVec {
         let vec = Arc::new(CounterVec::new(Desc::new(
             PROBE_TOTAL,
             "How many liveness, readiness and startup probes ran per container, by result.",
+            // In the order the Go client prints them (sorted by name).
             &[
+                "container",
+                "namespace",
+                "pod",
+                "pod_uid",
                 "probe_type",
                 "result",
-                "container",
-                "pod",
-                "namespace",
-                "pod_uid",
             ],
             Stability::Alpha,
         )));
@@ -46,7 +47,7 @@ pub fn probe_duration() -> &'static HistogramVec {
             Desc::new(
                 PROBE_DURATION,
                 "Seconds a probe took to answer.",
-                &["probe_type", "container", "pod", "namespace"],
+                &["container", "namespace", "pod", "probe_type"],
                 Stability::Alpha,
             ),
             default_buckets(),
@@ -79,21 +80,21 @@ impl WorkerLabels {
 
     fn total(&self, result: &'static str) -> [&str; 6] {
         [
+            &self.container,
+            &self.namespace,
+            &self.pod,
+            &self.pod_uid,
             &self.probe_type,
             result,
-            &self.container,
-            &self.pod,
-            &self.namespace,
-            &self.pod_uid,
         ]
     }
 
     fn duration(&self) -> [&str; 4] {
         [
-            &self.probe_type,
             &self.container,
-            &self.pod,
             &self.namespace,
+            &self.pod,
+            &self.probe_type,
         ]
     }
 
@@ -117,5 +118,26 @@ impl WorkerLabels {
     #[cfg(test)]
     pub(crate) fn count(&self, result: &'static str) -> f64 {
         probe_total().get(&self.total(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_render_with_go_label_order_and_go_away_with_the_worker() {
+        let l = WorkerLabels::new("Readiness", "web", "metrics-render", "ns", "uid-render");
+        l.record(RESULT_SUCCESSFUL, 0.02);
+        l.record(RESULT_FAILED, 0.5);
+        let out = crate::metrics::render_text();
+        assert!(out.contains(
+            "prober_probe_total{container=\"web\",namespace=\"ns\",pod=\"metrics-render\",pod_uid=\"uid-render\",probe_type=\"Readiness\",result=\"successful\"} 1\n"
+        ), "{out}");
+        assert!(out.contains(
+            "prober_probe_duration_seconds_count{container=\"web\",namespace=\"ns\",pod=\"metrics-render\",probe_type=\"Readiness\"} 1\n"
+        ), "failures are not timed: {out}");
+        l.delete();
+        assert!(!crate::metrics::render_text().contains("metrics-render"));
     }
 }

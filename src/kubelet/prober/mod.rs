@@ -36,7 +36,7 @@ pub use events::{EventRecorder, EventType, LoggingRecorder, container_ref};
 pub use exec::{CommandRunner, CriCommandRunner, RunError};
 pub use grace::probe_termination_grace_period;
 pub use manager::{ProberDeps, ProberManager, ProberOptions, ResultStreams};
-pub use probe::{Outcome, ProbeType, Prober};
+pub use probe::{Outcome, ProbeGates, ProbeType, Prober};
 pub use results::{ProbeResult, ResultUpdate, ResultsManager};
 pub use status::PodStatusProvider;
 
