@@ -5,6 +5,7 @@ pub mod envvars;
 pub mod eviction;
 pub mod expansion;
 pub mod hosts;
+pub mod images;
 pub mod kuberuntime;
 pub mod network;
 pub mod pleg;
