@@ -25,7 +25,9 @@ struct ManualClock(Mutex<SystemTime>);
 
 impl ManualClock {
     fn new() -> Arc<Self> {
-        Arc::new(ManualClock(Mutex::new(SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 30))))
+        Arc::new(ManualClock(Mutex::new(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 30),
+        )))
     }
     fn advance(&self, d: Duration) {
         *self.0.lock().unwrap() += d;
@@ -55,7 +57,10 @@ struct FakeImages {
 
 impl FakeImages {
     fn add(&self, name: &str, id: &str, size: u64) {
-        self.present.lock().unwrap().insert(name.into(), (id.into(), size));
+        self.present
+            .lock()
+            .unwrap()
+            .insert(name.into(), (id.into(), size));
     }
 }
 
@@ -70,7 +75,10 @@ fn unavailable(rpc: &'static str) -> CriError {
 
 #[async_trait]
 impl ImageService for FakeImages {
-    async fn list_images(&self, _: Option<api::ImageFilter>) -> crate::cri::service::Result<Vec<api::Image>> {
+    async fn list_images(
+        &self,
+        _: Option<api::ImageFilter>,
+    ) -> crate::cri::service::Result<Vec<api::Image>> {
         let present = self.present.lock().unwrap().clone();
         let mut by_id: BTreeMap<String, api::Image> = BTreeMap::new();
         for (name, (id, size)) in present {
@@ -83,12 +91,21 @@ impl ImageService for FakeImages {
         }
         Ok(by_id.into_values().collect())
     }
-    async fn image_status(&self, image: &api::ImageSpec, _: bool) -> crate::cri::service::Result<api::ImageStatusResponse> {
+    async fn image_status(
+        &self,
+        image: &api::ImageSpec,
+        _: bool,
+    ) -> crate::cri::service::Result<api::ImageStatusResponse> {
         let present = self.present.lock().unwrap();
         let found = present
             .get(&image.image)
             .map(|(id, _)| id.clone())
-            .or_else(|| present.values().find(|(id, _)| *id == image.image).map(|(id, _)| id.clone()));
+            .or_else(|| {
+                present
+                    .values()
+                    .find(|(id, _)| *id == image.image)
+                    .map(|(id, _)| id.clone())
+            });
         Ok(api::ImageStatusResponse {
             image: found.map(|id| api::Image {
                 id,
@@ -122,7 +139,10 @@ impl ImageService for FakeImages {
     }
     async fn remove_image(&self, image: &api::ImageSpec) -> crate::cri::service::Result<()> {
         self.removed.lock().unwrap().push(image.image.clone());
-        self.present.lock().unwrap().retain(|_, (id, _)| *id != image.image);
+        self.present
+            .lock()
+            .unwrap()
+            .retain(|_, (id, _)| *id != image.image);
         Ok(())
     }
     async fn image_fs_info(&self) -> crate::cri::service::Result<Vec<api::FilesystemUsage>> {
@@ -153,7 +173,11 @@ fn rig(settings: PullSettings, limiter: Option<TokenBucket>) -> Rig {
     let images = Arc::new(FakeImages::default());
     let recorder = Arc::new(CapturingRecorder::default());
     let clock = ManualClock::new();
-    let backoff = Arc::new(Backoff::new(IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, clock.clone()));
+    let backoff = Arc::new(Backoff::new(
+        IMAGE_BACKOFF_INITIAL,
+        IMAGE_BACKOFF_MAX,
+        clock.clone(),
+    ));
     let service = Arc::new(RuntimeImageService::new(images.clone(), limiter));
     let manager = ImageManager::new(service, recorder.clone(), backoff, settings);
     Rig {
@@ -170,6 +194,7 @@ async fn ensure(r: &Rig, p: &Pod) -> Result<String, ImagePullError> {
 }
 
 #[tokio::test]
+#[allow(clippy::type_complexity)]
 async fn pull_policy_table() {
     // (policy, present, want pulled, want result reason or Ok)
     let cases: &[(Option<&str>, bool, bool, Result<(), &str>)] = &[
@@ -189,11 +214,17 @@ async fn pull_policy_table() {
         let got = ensure(&r, &pod(*policy, "busybox")).await;
         let pulled = !r.images.pulls.lock().unwrap().is_empty();
         assert_eq!(pulled, *want_pull, "{policy:?} present={present}");
-        assert_eq!(got.as_ref().map(|_| ()).map_err(|e| e.kind.reason()), *want, "{policy:?} present={present}");
+        assert_eq!(
+            got.as_ref().map(|_| ()).map_err(|e| e.kind.reason()),
+            *want,
+            "{policy:?} present={present}"
+        );
         let reasons = r.recorder.reasons();
         if *want_pull {
             assert_eq!(reasons, vec!["Pulling", "Pulled"], "{policy:?}");
-            assert!(r.recorder.messages()[1].starts_with("Successfully pulled image \"busybox\" in "));
+            assert!(
+                r.recorder.messages()[1].starts_with("Successfully pulled image \"busybox\" in ")
+            );
         }
     }
 }
@@ -221,21 +252,37 @@ async fn failed_pulls_back_off_on_the_go_schedule() {
     let p = pod(Some("Always"), "kubelet-rs.local/absent:404");
     let err = ensure(&r, &p).await.expect_err("pull fails");
     assert_eq!(err.kind, ImageErrorKind::Pull);
-    assert!(err.message.contains("pull access denied"), "{}", err.message);
+    assert!(
+        err.message.contains("pull access denied"),
+        "{}",
+        err.message
+    );
 
     let err = ensure(&r, &p).await.expect_err("backing off");
     assert_eq!(err.kind.reason(), "ImagePullBackOff");
-    assert_eq!(err.message, "Back-off pulling image \"kubelet-rs.local/absent:404\"");
+    assert_eq!(
+        err.message,
+        "Back-off pulling image \"kubelet-rs.local/absent:404\""
+    );
     assert_eq!(r.images.pulls.lock().unwrap().len(), 1);
 
     // 10 s later a pull is tried again; it fails and the window doubles.
     r.clock.advance(Duration::from_secs(10));
-    assert_eq!(ensure(&r, &p).await.expect_err("pull").kind, ImageErrorKind::Pull);
+    assert_eq!(
+        ensure(&r, &p).await.expect_err("pull").kind,
+        ImageErrorKind::Pull
+    );
     r.clock.advance(Duration::from_secs(19));
-    assert_eq!(ensure(&r, &p).await.expect_err("still").kind, ImageErrorKind::PullBackOff);
+    assert_eq!(
+        ensure(&r, &p).await.expect_err("still").kind,
+        ImageErrorKind::PullBackOff
+    );
     r.clock.advance(Duration::from_secs(1));
     *r.images.fail_pulls.lock().unwrap() = false;
-    assert!(ensure(&r, &p).await.is_ok(), "20 s window over and the registry is back");
+    assert!(
+        ensure(&r, &p).await.is_ok(),
+        "20 s window over and the registry is back"
+    );
     assert_eq!(r.images.pulls.lock().unwrap().len(), 3);
 
     // A back-off is per pod and image: another pod pulls at once.
@@ -243,13 +290,18 @@ async fn failed_pulls_back_off_on_the_go_schedule() {
     let mut other = p.clone();
     other.metadata.uid = Some("uid-2".into());
     r.images.present.lock().unwrap().clear();
-    assert_eq!(ensure(&r, &other).await.expect_err("pull").kind, ImageErrorKind::Pull);
+    assert_eq!(
+        ensure(&r, &other).await.expect_err("pull").kind,
+        ImageErrorKind::Pull
+    );
 }
 
 #[tokio::test]
 async fn invalid_names_are_rejected_before_any_call() {
     let r = rig(PullSettings::default(), None);
-    let err = ensure(&r, &pod(Some("Always"), "Not/Valid:!")).await.expect_err("invalid");
+    let err = ensure(&r, &pod(Some("Always"), "Not/Valid:!"))
+        .await
+        .expect_err("invalid");
     assert_eq!(err.kind.reason(), "InvalidImageName");
     assert!(r.images.pulls.lock().unwrap().is_empty());
     assert_eq!(r.recorder.reasons(), vec!["InspectFailed"]);
@@ -301,7 +353,10 @@ async fn registry_qps_limits_pulls() {
     let mut p = pod(Some("Always"), "b");
     p.metadata.uid = Some("other".into());
     let err = ensure(&r, &p).await.expect_err("throttled");
-    assert_eq!((err.kind, err.message.as_str()), (ImageErrorKind::Pull, "pull QPS exceeded"));
+    assert_eq!(
+        (err.kind, err.message.as_str()),
+        (ImageErrorKind::Pull, "pull QPS exceeded")
+    );
 }
 
 #[tokio::test]
@@ -310,12 +365,21 @@ async fn pull_secrets_are_tried_in_turn() {
     let r = rig(PullSettings::default(), None);
     let cfg = json!({"auths": {"registry.local": {"auth": base64::engine::general_purpose::STANDARD.encode("u:p")}}});
     let secret = Secret {
-        data: Some([(".dockerconfigjson".to_string(), k8s_openapi::ByteString(cfg.to_string().into_bytes()))].into()),
+        data: Some(
+            [(
+                ".dockerconfigjson".to_string(),
+                k8s_openapi::ByteString(cfg.to_string().into_bytes()),
+            )]
+            .into(),
+        ),
         ..Default::default()
     };
     let p = pod(Some("Always"), "registry.local/app:1");
     let c = &p.spec.as_ref().expect("spec").containers[0];
-    r.manager.ensure_image_exists(&p, c, &[secret], None).await.expect("pull");
+    r.manager
+        .ensure_image_exists(&p, c, &[secret], None)
+        .await
+        .expect("pull");
     assert_eq!(
         *r.images.pulls.lock().unwrap(),
         vec![("registry.local/app:1".to_string(), Some("u".to_string()))]
@@ -350,7 +414,12 @@ impl Runtime for PodsRuntime {
     async fn sync_pod(&self, _: &Pod, _: &PodStatus, _: &[Secret]) -> PodSyncResult {
         PodSyncResult::default()
     }
-    async fn kill_pod(&self, _: Option<&Pod>, _: &RunningPod, _: Option<i64>) -> Result<(), RuntimeError> {
+    async fn kill_pod(
+        &self,
+        _: Option<&Pod>,
+        _: &RunningPod,
+        _: Option<i64>,
+    ) -> Result<(), RuntimeError> {
         Ok(())
     }
     async fn garbage_collect(&self, _: GcPolicy, _: bool, _: bool) -> Result<(), RuntimeError> {
@@ -381,7 +450,15 @@ impl ImageFsStatsProvider for FixedStats {
     }
 }
 
-fn gc_rig(min_age: Duration) -> (Arc<FakeImages>, Arc<PodsRuntime>, Arc<CapturingRecorder>, Arc<ManualClock>, ImageGcManager) {
+fn gc_rig(
+    min_age: Duration,
+) -> (
+    Arc<FakeImages>,
+    Arc<PodsRuntime>,
+    Arc<CapturingRecorder>,
+    Arc<ManualClock>,
+    ImageGcManager,
+) {
     let images = Arc::new(FakeImages::default());
     let runtime = Arc::new(PodsRuntime::default());
     let recorder = Arc::new(CapturingRecorder::default());
@@ -442,7 +519,14 @@ fn policy_validation() {
 fn eviction_order_is_lru_then_detection() {
     // (id, first detected, last used, pinned)
     let got = gc::eviction_order_for_test(
-        &[("new", 5, 50, false), ("old", 1, 10, false), ("tie-b", 3, 20, false), ("tie-a", 2, 20, false), ("pinned", 0, 0, true), ("used", 0, 0, false)],
+        &[
+            ("new", 5, 50, false),
+            ("old", 1, 10, false),
+            ("tie-b", 3, 20, false),
+            ("tie-a", 2, 20, false),
+            ("pinned", 0, 0, true),
+            ("used", 0, 0, false),
+        ],
         &["used"],
     );
     assert_eq!(got, vec!["old", "tie-a", "tie-b", "new"]);
@@ -461,7 +545,16 @@ async fn gc_frees_unused_images_down_to_the_low_threshold() {
 
     // Everything was just detected: too young to go.
     let err = gc.garbage_collect().await.expect_err("nothing old enough");
-    assert!(matches!(err, ImageGcError::NotEnoughFreed { wanted: 100, freed: 0 }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ImageGcError::NotEnoughFreed {
+                wanted: 100,
+                freed: 0
+            }
+        ),
+        "{err}"
+    );
     assert!(images.removed.lock().unwrap().is_empty());
 
     clock.advance(Duration::from_secs(121));
@@ -477,8 +570,20 @@ async fn gc_frees_unused_images_down_to_the_low_threshold() {
 
     // Delete all unused: the sandbox and in-use images survive.
     gc.delete_unused_images().await.expect("delete unused");
-    let left: HashSet<String> = images.present.lock().unwrap().values().map(|(id, _)| id.clone()).collect();
-    assert_eq!(left, ["sha256:pause", "sha256:used"].into_iter().map(String::from).collect());
+    let left: HashSet<String> = images
+        .present
+        .lock()
+        .unwrap()
+        .values()
+        .map(|(id, _)| id.clone())
+        .collect();
+    assert_eq!(
+        left,
+        ["sha256:pause", "sha256:used"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
 }
 
 #[tokio::test]

@@ -61,7 +61,13 @@ fn sandbox(id: &str, ready: bool, attempt: u32, ip: &str, net: NamespaceMode) ->
     }
 }
 
-fn status_of(c: &Container, id: &str, state: ContainerState, exit: i32, age: u64) -> ContainerStatus {
+fn status_of(
+    c: &Container,
+    id: &str,
+    state: ContainerState,
+    exit: i32,
+    age: u64,
+) -> ContainerStatus {
     ContainerStatus {
         id: ContainerId::new("containerd", id),
         name: c.name.clone(),
@@ -96,7 +102,11 @@ fn running_status(pod: &Pod) -> PodStatus {
 }
 
 fn set(status: &mut PodStatus, name: &str, state: ContainerState, exit: i32) {
-    for s in status.container_statuses.iter_mut().filter(|s| s.name == name) {
+    for s in status
+        .container_statuses
+        .iter_mut()
+        .filter(|s| s.name == name)
+    {
         s.state = state;
         s.exit_code = exit;
     }
@@ -147,12 +157,25 @@ fn check(name: &str, pod: &Pod, status: &PodStatus, probes: &[(&str, ProbeKind)]
     }
     let got = compute_pod_actions(pod, status, &liveness, &startup);
     assert_eq!(got.kill_pod, want.kill_pod, "{name}: kill_pod");
-    assert_eq!(got.create_sandbox, want.create_sandbox, "{name}: create_sandbox");
+    assert_eq!(
+        got.create_sandbox, want.create_sandbox,
+        "{name}: create_sandbox"
+    );
     assert_eq!(got.sandbox_id, want.sandbox_id, "{name}: sandbox_id");
     assert_eq!(got.attempt, want.attempt, "{name}: attempt");
-    assert_eq!(got.next_init_container_to_start, want.next_init, "{name}: next init");
-    assert_eq!(got.containers_to_start, want.start, "{name}: containers to start");
-    let killed: Vec<&str> = got.containers_to_kill.keys().map(|k| k.id.as_str()).collect();
+    assert_eq!(
+        got.next_init_container_to_start, want.next_init,
+        "{name}: next init"
+    );
+    assert_eq!(
+        got.containers_to_start, want.start,
+        "{name}: containers to start"
+    );
+    let killed: Vec<&str> = got
+        .containers_to_kill
+        .keys()
+        .map(|k| k.id.as_str())
+        .collect();
     assert_eq!(killed, want.kill, "{name}: containers to kill");
 }
 
@@ -168,7 +191,13 @@ fn app_container_cases() {
     let on_failure = pod_with("OnFailure", json!({}));
     let never = pod_with("Never", json!({}));
 
-    check("everything is good; do nothing", &always, &running_status(&always), &[], Want::noop());
+    check(
+        "everything is good; do nothing",
+        &always,
+        &running_status(&always),
+        &[],
+        Want::noop(),
+    );
 
     let empty = PodStatus::empty("12345678");
     check(
@@ -205,7 +234,13 @@ fn app_container_cases() {
             ..Want::noop()
         },
     );
-    check("Never restarts nothing; the running one is kept", &never, &s, &[], Want::noop());
+    check(
+        "Never restarts nothing; the running one is kept",
+        &never,
+        &s,
+        &[],
+        Want::noop(),
+    );
 
     let mut all_exited = running_status(&never);
     for n in ["foo1", "foo2", "foo3"] {
@@ -224,10 +259,16 @@ fn app_container_cases() {
 
     let mut dead = running_status(&always);
     dead.sandbox_statuses[0].state = PodSandboxState::SandboxNotready as i32;
-    check("dead sandbox, Always: recreate everything", &always, &dead, &[], Want {
-        sandbox_id: "sb0",
-        ..Want::recreate(1, vec![0, 1, 2])
-    });
+    check(
+        "dead sandbox, Always: recreate everything",
+        &always,
+        &dead,
+        &[],
+        Want {
+            sandbox_id: "sb0",
+            ..Want::recreate(1, vec![0, 1, 2])
+        },
+    );
     let mut dead_on_failure = dead.clone();
     set(&mut dead_on_failure, "foo2", ContainerState::Exited, 0);
     check(
@@ -243,17 +284,31 @@ fn app_container_cases() {
 
     let mut no_ip = running_status(&always);
     no_ip.sandbox_statuses[0].network = Some(PodSandboxNetworkStatus::default());
-    check("sandbox without an IP: recreate", &always, &no_ip, &[], Want {
-        sandbox_id: "sb0",
-        ..Want::recreate(1, vec![0, 1, 2])
-    });
+    check(
+        "sandbox without an IP: recreate",
+        &always,
+        &no_ip,
+        &[],
+        Want {
+            sandbox_id: "sb0",
+            ..Want::recreate(1, vec![0, 1, 2])
+        },
+    );
 
     let mut two_ready = running_status(&always);
-    two_ready.sandbox_statuses.push(sandbox("sb-old", true, 0, "10.0.0.2", NamespaceMode::Pod));
-    check("two ready sandboxes: reconcile by recreating", &always, &two_ready, &[], Want {
-        sandbox_id: "sb0",
-        ..Want::recreate(1, vec![0, 1, 2])
-    });
+    two_ready
+        .sandbox_statuses
+        .push(sandbox("sb-old", true, 0, "10.0.0.2", NamespaceMode::Pod));
+    check(
+        "two ready sandboxes: reconcile by recreating",
+        &always,
+        &two_ready,
+        &[],
+        Want {
+            sandbox_id: "sb0",
+            ..Want::recreate(1, vec![0, 1, 2])
+        },
+    );
 
     let host_net = pod_with("Always", json!({"hostNetwork": true}));
     check(
@@ -268,7 +323,13 @@ fn app_container_cases() {
     );
     let mut host_status = running_status(&host_net);
     host_status.sandbox_statuses = vec![sandbox("sb0", true, 0, "", NamespaceMode::Node)];
-    check("host network pods need no IP", &host_net, &host_status, &[], Want::noop());
+    check(
+        "host network pods need no IP",
+        &host_net,
+        &host_status,
+        &[],
+        Want::noop(),
+    );
 
     let mut changed = always.clone();
     if let Some(spec) = changed.spec.as_mut() {
@@ -287,7 +348,10 @@ fn app_container_cases() {
     );
     check(
         "spec hash changed restarts even with Never",
-        &pod_with("Never", json!({"containers": changed.spec.as_ref().expect("spec").containers})),
+        &pod_with(
+            "Never",
+            json!({"containers": changed.spec.as_ref().expect("spec").containers}),
+        ),
         &running_status(&always),
         &[],
         Want {
@@ -358,7 +422,11 @@ fn app_container_cases() {
         },
     );
     let mut succeeded_on_failure = sandbox_dead_never.clone();
-    succeeded_on_failure.sandbox_statuses[0].metadata.as_mut().expect("meta").attempt = 3;
+    succeeded_on_failure.sandbox_statuses[0]
+        .metadata
+        .as_mut()
+        .expect("meta")
+        .attempt = 3;
     check(
         "dead sandbox, OnFailure, everything succeeded: no new sandbox",
         &on_failure,
@@ -386,12 +454,19 @@ fn app_container_cases() {
     );
 
     let mut deleted = always.clone();
-    deleted.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-    ));
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
     let mut exited = running_status(&always);
     set(&mut exited, "foo1", ContainerState::Exited, 1);
-    check("a deleted pod's containers are not restarted", &deleted, &exited, &[], Want::noop());
+    check(
+        "a deleted pod's containers are not restarted",
+        &deleted,
+        &exited,
+        &[],
+        Want::noop(),
+    );
 }
 
 #[test]
@@ -413,7 +488,13 @@ fn init_container_cases() {
     let with = |specs: &[(usize, ContainerState, i32)]| {
         let mut s = base();
         for (i, st, exit) in specs {
-            s.container_statuses.push(status_of(&inits[*i], &format!("init{}", i + 1), *st, *exit, 10));
+            s.container_statuses.push(status_of(
+                &inits[*i],
+                &format!("init{}", i + 1),
+                *st,
+                *exit,
+                10,
+            ));
         }
         s
     };
@@ -441,14 +522,20 @@ fn init_container_cases() {
     check(
         "initialization in progress: wait",
         &always,
-        &with(&[(0, ContainerState::Exited, 0), (1, ContainerState::Running, 0)]),
+        &with(&[
+            (0, ContainerState::Exited, 0),
+            (1, ContainerState::Running, 0),
+        ]),
         &[],
         Want::noop(),
     );
     check(
         "initialization completed: start every app container",
         &always,
-        &with(&[(0, ContainerState::Exited, 0), (1, ContainerState::Exited, 0)]),
+        &with(&[
+            (0, ContainerState::Exited, 0),
+            (1, ContainerState::Exited, 0),
+        ]),
         &[],
         Want {
             start: vec![0, 1, 2],
@@ -462,7 +549,10 @@ fn init_container_cases() {
         &[],
         Want::noop(),
     );
-    let failed = with(&[(0, ContainerState::Exited, 0), (1, ContainerState::Exited, 137)]);
+    let failed = with(&[
+        (0, ContainerState::Exited, 0),
+        (1, ContainerState::Exited, 137),
+    ]);
     check(
         "init failed, Always: restart it",
         &always,
@@ -597,11 +687,19 @@ fn ephemeral_containers_start_once() {
     let status = running_status(&pod);
     let got = compute_pod_actions(&pod, &status, &l, &s);
     assert_eq!(got.ephemeral_containers_to_start, vec![0]);
-    assert_eq!(ephemeral_container(&pod, 0).map(|c| c.name), Some("debug".into()));
+    assert_eq!(
+        ephemeral_container(&pod, 0).map(|c| c.name),
+        Some("debug".into())
+    );
     let mut ran = status.clone();
     let debug = ephemeral_container(&pod, 0).expect("ephemeral");
-    ran.container_statuses.push(status_of(&debug, "dbg", ContainerState::Exited, 0, 1));
-    assert!(compute_pod_actions(&pod, &ran, &l, &s).ephemeral_containers_to_start.is_empty());
+    ran.container_statuses
+        .push(status_of(&debug, "dbg", ContainerState::Exited, 0, 1));
+    assert!(
+        compute_pod_actions(&pod, &ran, &l, &s)
+            .ephemeral_containers_to_start
+            .is_empty()
+    );
 }
 
 #[test]
@@ -612,6 +710,7 @@ fn newest_status_decides() {
     let mut s = running_status(&pod);
     let foo1 = spec_containers(&pod)[0].clone();
     set(&mut s, "foo1", ContainerState::Exited, 0);
-    s.container_statuses.push(status_of(&foo1, "old", ContainerState::Exited, 1, 100));
+    s.container_statuses
+        .push(status_of(&foo1, "old", ContainerState::Exited, 1, 100));
     check("newest instance succeeded", &pod, &s, &[], Want::noop());
 }

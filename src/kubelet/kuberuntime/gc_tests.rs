@@ -12,7 +12,9 @@ fn c(id: &str, age_secs: u64) -> GcContainer {
     }
 }
 
-fn units(spec: &[(&str, &str, &[(&str, u64)])]) -> EvictUnits {
+type UnitSpec<'a> = (&'a str, &'a str, &'a [(&'a str, u64)]);
+
+fn units(spec: &[UnitSpec<'_>]) -> EvictUnits {
     let mut u = EvictUnits::new();
     for (pod, name, containers) in spec {
         u.insert(
@@ -38,10 +40,18 @@ fn ids(mut v: Vec<GcContainer>) -> Vec<String> {
 }
 
 #[test]
+#[allow(clippy::type_complexity)]
 fn container_selection_table() {
     let keep_all = |_: &str| false;
     let deleted = |uid: &str| uid == "gone";
-    let cases: Vec<(&str, EvictUnits, GcPolicy, bool, &dyn Fn(&str) -> bool, Vec<&str>)> = vec![
+    let cases: Vec<(
+        &str,
+        EvictUnits,
+        GcPolicy,
+        bool,
+        &dyn Fn(&str) -> bool,
+        Vec<&str>,
+    )> = vec![
         (
             "no limits: nothing goes",
             units(&[("p", "a", &[("a1", 1), ("a2", 2)])]),
@@ -68,7 +78,10 @@ fn container_selection_table() {
         ),
         (
             "removed pods lose everything once sources are ready",
-            units(&[("gone", "a", &[("g1", 1), ("g2", 2)]), ("p", "a", &[("a1", 1)])]),
+            units(&[
+                ("gone", "a", &[("g1", 1), ("g2", 2)]),
+                ("p", "a", &[("a1", 1)]),
+            ]),
             policy(-1, -1),
             true,
             &deleted,
@@ -97,7 +110,11 @@ fn container_selection_table() {
         ),
         (
             "node limit below the unit count evicts the oldest survivors",
-            units(&[("p", "a", &[("a1", 1)]), ("p", "b", &[("b1", 5)]), ("q", "c", &[("c1", 3)])]),
+            units(&[
+                ("p", "a", &[("a1", 1)]),
+                ("p", "b", &[("b1", 5)]),
+                ("q", "c", &[("c1", 3)]),
+            ]),
             policy(-1, 2),
             true,
             &keep_all,
@@ -126,8 +143,18 @@ fn sandbox_selection_table() {
         active,
     };
     let mut by_pod = HashMap::new();
-    by_pod.insert("live".to_string(), vec![sb("l-old", 30, false), sb("l-new", 1, false), sb("l-mid", 10, true)]);
-    by_pod.insert("gone".to_string(), vec![sb("g1", 5, false), sb("g2", 6, true)]);
+    by_pod.insert(
+        "live".to_string(),
+        vec![
+            sb("l-old", 30, false),
+            sb("l-new", 1, false),
+            sb("l-mid", 10, true),
+        ],
+    );
+    by_pod.insert(
+        "gone".to_string(),
+        vec![sb("g1", 5, false), sb("g2", 6, true)],
+    );
     by_pod.insert("single".to_string(), vec![sb("s1", 5, false)]);
     let mut got = select_sandboxes_to_evict(by_pod, &|uid: &str| uid == "gone");
     got.sort();

@@ -31,7 +31,11 @@ fn container(id: &str, state: ContainerState) -> RunningContainer {
     }
 }
 
-fn pod(uid: &str, containers: Vec<RunningContainer>, sandboxes: Vec<RunningContainer>) -> RunningPod {
+fn pod(
+    uid: &str,
+    containers: Vec<RunningContainer>,
+    sandboxes: Vec<RunningContainer>,
+) -> RunningPod {
     RunningPod {
         id: uid.into(),
         name: format!("pod-{uid}"),
@@ -55,7 +59,12 @@ impl Runtime for FakeRuntime {
     async fn get_pods(&self, _all: bool) -> Result<Vec<RunningPod>, RuntimeError> {
         Ok(self.pods.lock().unwrap().clone())
     }
-    async fn get_pod_status(&self, uid: &str, name: &str, namespace: &str) -> Result<PodStatus, RuntimeError> {
+    async fn get_pod_status(
+        &self,
+        uid: &str,
+        name: &str,
+        namespace: &str,
+    ) -> Result<PodStatus, RuntimeError> {
         self.status_calls.lock().unwrap().push(uid.to_string());
         if self.failing_status.lock().unwrap().contains(uid) {
             return Err(RuntimeError::Call {
@@ -69,7 +78,13 @@ impl Runtime for FakeRuntime {
             id: uid.into(),
             name: name.into(),
             namespace: namespace.into(),
-            ips: self.ips.lock().unwrap().get(uid).cloned().unwrap_or_default(),
+            ips: self
+                .ips
+                .lock()
+                .unwrap()
+                .get(uid)
+                .cloned()
+                .unwrap_or_default(),
             container_statuses: p
                 .into_iter()
                 .flat_map(|p| p.containers.iter())
@@ -80,7 +95,11 @@ impl Runtime for FakeRuntime {
                     created_at: None,
                     started_at: None,
                     finished_at: None,
-                    exit_code: if c.state == ContainerState::Exited { 3 } else { 0 },
+                    exit_code: if c.state == ContainerState::Exited {
+                        3
+                    } else {
+                        0
+                    },
                     image: String::new(),
                     image_id: String::new(),
                     hash: 0,
@@ -95,7 +114,12 @@ impl Runtime for FakeRuntime {
     async fn sync_pod(&self, _: &Pod, _: &PodStatus, _: &[Secret]) -> PodSyncResult {
         PodSyncResult::default()
     }
-    async fn kill_pod(&self, _: Option<&Pod>, _: &RunningPod, _: Option<i64>) -> Result<(), RuntimeError> {
+    async fn kill_pod(
+        &self,
+        _: Option<&Pod>,
+        _: &RunningPod,
+        _: Option<i64>,
+    ) -> Result<(), RuntimeError> {
         Ok(())
     }
     async fn garbage_collect(&self, _: GcPolicy, _: bool, _: bool) -> Result<(), RuntimeError> {
@@ -112,12 +136,14 @@ impl Runtime for FakeRuntime {
     }
 }
 
-fn drain(rx: &mut crate::kubelet::pleg::EventStream) -> Vec<(String, PodLifecycleEventType, String)> {
+fn drain(
+    rx: &mut crate::kubelet::pleg::EventStream,
+) -> Vec<(String, PodLifecycleEventType, String)> {
     let mut v = Vec::new();
     while let Some(e) = rx.try_recv() {
         v.push((e.id, e.event_type, e.data));
     }
-    v.sort_by(|a, b| (a.0.clone(), a.2.clone()).cmp(&(b.0.clone(), b.2.clone())));
+    v.sort_by_key(|e| (e.0.clone(), e.2.clone()));
     v
 }
 
@@ -136,13 +162,23 @@ fn transition_table() {
         (S::Running, S::Exited, vec![ContainerDied]),
         (S::Running, S::Unknown, vec![ContainerChanged]),
         (S::Exited, S::NonExistent, vec![ContainerRemoved]),
-        (S::Running, S::NonExistent, vec![ContainerDied, ContainerRemoved]),
-        (S::Unknown, S::NonExistent, vec![ContainerDied, ContainerRemoved]),
+        (
+            S::Running,
+            S::NonExistent,
+            vec![ContainerDied, ContainerRemoved],
+        ),
+        (
+            S::Unknown,
+            S::NonExistent,
+            vec![ContainerDied, ContainerRemoved],
+        ),
         (S::Running, S::Running, vec![]),
     ];
     for (old, new, want) in cases {
-        let got: Vec<PodLifecycleEventType> =
-            generate_events("p", "c", old, new).into_iter().map(|e| e.event_type).collect();
+        let got: Vec<PodLifecycleEventType> = generate_events("p", "c", old, new)
+            .into_iter()
+            .map(|e| e.event_type)
+            .collect();
         assert_eq!(got, want, "{old:?} -> {new:?}");
     }
 }
@@ -160,8 +196,20 @@ async fn relisting_emits_events_and_fills_the_cache() {
     assert!(pleg.healthy().is_ok());
 
     *runtime.pods.lock().unwrap() = vec![
-        pod("1234", vec![container("c1", ContainerState::Running), container("c2", ContainerState::Exited), container("c3", ContainerState::Created)], vec![container("s1", ContainerState::Running)]),
-        pod("4567", vec![container("c4", ContainerState::Exited)], vec![]),
+        pod(
+            "1234",
+            vec![
+                container("c1", ContainerState::Running),
+                container("c2", ContainerState::Exited),
+                container("c3", ContainerState::Created),
+            ],
+            vec![container("s1", ContainerState::Running)],
+        ),
+        pod(
+            "4567",
+            vec![container("c4", ContainerState::Exited)],
+            vec![],
+        ),
     ];
     pleg.relist().await;
     assert_eq!(
@@ -185,8 +233,19 @@ async fn relisting_emits_events_and_fills_the_cache() {
     assert!(runtime.status_calls.lock().unwrap().is_empty());
 
     *runtime.pods.lock().unwrap() = vec![
-        pod("1234", vec![container("c2", ContainerState::Exited), container("c3", ContainerState::Running)], vec![container("s1", ContainerState::Exited)]),
-        pod("4567", vec![container("c4", ContainerState::Running)], vec![]),
+        pod(
+            "1234",
+            vec![
+                container("c2", ContainerState::Exited),
+                container("c3", ContainerState::Running),
+            ],
+            vec![container("s1", ContainerState::Exited)],
+        ),
+        pod(
+            "4567",
+            vec![container("c4", ContainerState::Running)],
+            vec![],
+        ),
     ];
     pleg.relist().await;
     assert_eq!(
@@ -201,7 +260,11 @@ async fn relisting_emits_events_and_fills_the_cache() {
     );
 
     // A pod disappears: its cache entry goes.
-    *runtime.pods.lock().unwrap() = vec![pod("4567", vec![container("c4", ContainerState::Running)], vec![])];
+    *runtime.pods.lock().unwrap() = vec![pod(
+        "4567",
+        vec![container("c4", ContainerState::Running)],
+        vec![],
+    )];
     pleg.relist().await;
     let got = drain(&mut rx);
     assert!(got.contains(&ev("1234", ContainerRemoved, "c2")), "{got:?}");
@@ -237,7 +300,10 @@ async fn failed_inspection_withholds_events_and_retries() {
     runtime.status_calls.lock().unwrap().clear();
     pleg.relist().await;
     assert!(drain(&mut rx).is_empty());
-    assert_eq!(*runtime.status_calls.lock().unwrap(), vec!["bad".to_string()]);
+    assert_eq!(
+        *runtime.status_calls.lock().unwrap(),
+        vec!["bad".to_string()]
+    );
 
     // Recovered: the withheld event arrives.
     runtime.failing_status.lock().unwrap().clear();
@@ -252,11 +318,19 @@ async fn pods_that_failed_without_new_events_are_reinspected() {
     let cache = Arc::new(PodCache::new());
     let (tx, mut rx) = event_stream();
     let pleg = GenericPleg::new(runtime.clone(), cache.clone(), tx, Arc::new(RealClock));
-    *runtime.pods.lock().unwrap() = vec![pod("p", vec![container("a", ContainerState::Running)], vec![])];
+    *runtime.pods.lock().unwrap() = vec![pod(
+        "p",
+        vec![container("a", ContainerState::Running)],
+        vec![],
+    )];
     pleg.relist().await;
     drain(&mut rx);
     // A change whose inspection fails...
-    *runtime.pods.lock().unwrap() = vec![pod("p", vec![container("a", ContainerState::Exited)], vec![])];
+    *runtime.pods.lock().unwrap() = vec![pod(
+        "p",
+        vec![container("a", ContainerState::Exited)],
+        vec![],
+    )];
     runtime.failing_status.lock().unwrap().insert("p".into());
     pleg.relist().await;
     assert!(drain(&mut rx).is_empty());
@@ -264,7 +338,11 @@ async fn pods_that_failed_without_new_events_are_reinspected() {
     runtime.status_calls.lock().unwrap().clear();
     pleg.relist().await;
     assert_eq!(drain(&mut rx), vec![ev("p", ContainerDied, "a")]);
-    assert_eq!(*runtime.status_calls.lock().unwrap(), vec!["p".to_string()], "inspected once");
+    assert_eq!(
+        *runtime.status_calls.lock().unwrap(),
+        vec!["p".to_string()],
+        "inspected once"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -272,9 +350,20 @@ async fn cache_timestamp_releases_waiters_after_every_pod_is_written() {
     let runtime = Arc::new(FakeRuntime::default());
     let cache = Arc::new(PodCache::new());
     let (tx, _rx) = event_stream();
-    let pleg = Arc::new(GenericPleg::new(runtime.clone(), cache.clone(), tx, Arc::new(RealClock)));
+    let pleg = Arc::new(GenericPleg::new(
+        runtime.clone(),
+        cache.clone(),
+        tx,
+        Arc::new(RealClock),
+    ));
     let many: Vec<RunningPod> = (0..50)
-        .map(|i| pod(&format!("p{i}"), vec![container(&format!("c{i}"), ContainerState::Running)], vec![]))
+        .map(|i| {
+            pod(
+                &format!("p{i}"),
+                vec![container(&format!("c{i}"), ContainerState::Running)],
+                vec![],
+            )
+        })
         .collect();
     *runtime.pods.lock().unwrap() = many;
     let since = tokio::time::Instant::now();
@@ -293,12 +382,28 @@ async fn pod_ips_survive_sandbox_teardown() {
     let cache = Arc::new(PodCache::new());
     let (tx, _rx) = event_stream();
     let pleg = GenericPleg::new(runtime.clone(), cache.clone(), tx, Arc::new(RealClock));
-    runtime.ips.lock().unwrap().insert("p".into(), vec!["10.0.0.7".into()]);
-    *runtime.pods.lock().unwrap() = vec![pod("p", vec![container("a", ContainerState::Running)], vec![])];
+    runtime
+        .ips
+        .lock()
+        .unwrap()
+        .insert("p".into(), vec!["10.0.0.7".into()]);
+    *runtime.pods.lock().unwrap() = vec![pod(
+        "p",
+        vec![container("a", ContainerState::Running)],
+        vec![],
+    )];
     pleg.relist().await;
     assert_eq!(cache.get("p").status.ips, vec!["10.0.0.7"]);
     runtime.ips.lock().unwrap().clear();
-    *runtime.pods.lock().unwrap() = vec![pod("p", vec![container("a", ContainerState::Exited)], vec![])];
+    *runtime.pods.lock().unwrap() = vec![pod(
+        "p",
+        vec![container("a", ContainerState::Exited)],
+        vec![],
+    )];
     pleg.relist().await;
-    assert_eq!(cache.get("p").status.ips, vec!["10.0.0.7"], "kept for the finished pod");
+    assert_eq!(
+        cache.get("p").status.ips,
+        vec!["10.0.0.7"],
+        "kept for the finished pod"
+    );
 }
