@@ -1,3 +1,13 @@
-//! cmd/kubelet/app: the start-up pipeline up to RunKubelet (issue 2).
+//! cmd/kubelet/app: the start-up pipeline up to RunKubelet.
+//!
+//! [`command::execute`] turns argv into an immutable [`server::KubeletServer`]
+//! (flags → config file → flag precedence → feature gates → validation) and
+//! hands it to [`run::run`].
 
+pub mod command;
 pub mod options;
+pub mod run;
+pub mod server;
+
+#[cfg(test)]
+mod tests;

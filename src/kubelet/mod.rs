@@ -1,5 +1,6 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
 
+pub mod config;
 pub mod container;
 pub mod envvars;
 pub mod eviction;
@@ -9,6 +10,8 @@ pub mod images;
 pub mod kuberuntime;
 pub mod network;
 pub mod pleg;
+pub mod pod;
 pub mod prober;
 pub mod qos;
 pub mod server;
+pub mod types;

@@ -11,3 +11,5 @@ pub mod rlimit;
 pub mod signals;
 pub mod swap;
 pub mod systemd;
+pub mod validation;
+pub mod yaml;

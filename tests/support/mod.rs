@@ -2,6 +2,7 @@
 //! Not every binary uses every helper.
 #![allow(dead_code)]
 
+pub mod apiserver;
 pub mod containerd;
 pub mod cri_requests;
 

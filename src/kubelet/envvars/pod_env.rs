@@ -25,7 +25,7 @@ use crate::kubelet::container::EnvVar;
 use crate::kubelet::container::helpers::{is_ipv4_string, is_ipv6_string};
 use crate::kubelet::container::validation::is_env_var_name;
 use crate::kubelet::expansion;
-use crate::kubelet::qos::is_static_pod;
+use crate::kubelet::types::is_static_pod;
 
 /// Event reason for envFrom keys skipped as invalid variable names.
 pub const REASON_INVALID_ENV_VAR_NAMES: &str = "InvalidEnvironmentVariableNames";

@@ -2,10 +2,11 @@
 //! BestEffort) and the oom_score_adj policy derived from it
 //! (pkg/apis/core/v1/helper/qos and pkg/kubelet/qos).
 
-pub mod class;
-pub mod critical;
 pub mod policy;
 
-pub use class::{QosClass, get_pod_qos};
-pub use critical::{is_critical_pod, is_mirror_pod, is_node_critical_pod, is_static_pod};
+/// The class itself is computed once, in `cm::qos`, for cgroups and runtime alike.
+pub use crate::cm::qos::{QosClass, get_pod_qos};
+pub use crate::kubelet::types::{
+    is_critical_pod, is_mirror_pod, is_node_critical_pod, is_static_pod,
+};
 pub use policy::{KUBE_PROXY_OOM_SCORE_ADJ, KUBELET_OOM_SCORE_ADJ, get_container_oom_score_adjust};

@@ -5,8 +5,8 @@
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::class::{QosClass, get_pod_qos};
-use super::critical::is_node_critical_pod;
+use super::{QosClass, get_pod_qos};
+use crate::kubelet::types::is_node_critical_pod;
 use crate::util::quantity;
 
 /// The kubelet's own oom_score_adj.

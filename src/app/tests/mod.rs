@@ -1,0 +1,5 @@
+//! Tests of the command pipeline (argv → KubeletServer).
+
+mod flags_tsv;
+mod invalid;
+mod pipeline;
