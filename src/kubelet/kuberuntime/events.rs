@@ -1,11 +1,13 @@
 //! Events the runtime manager and the image manager report about pods and
-//! their containers (Go's pkg/kubelet/events reasons), through a small
-//! recorder seam the API event recorder implements; until it is wired in, a
-//! recorder that logs.
+//! their containers (Go's pkg/kubelet/events reasons), through the same
+//! recorder seam the prober uses.
 
-use k8s_openapi::api::core::v1::{Container, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 
-pub use crate::cm::EventType;
+/// One recorder seam for every pod event (shared with the prober).
+pub use crate::kubelet::prober::events::{
+    EventRecorder, EventType, LoggingRecorder as LoggingEventRecorder, container_ref,
+};
 
 /// Event reasons (pkg/kubelet/events).
 pub mod reasons {
@@ -30,31 +32,6 @@ pub mod reasons {
     pub const FREE_DISK_SPACE_FAILED: &str = "FreeDiskSpaceFailed";
 }
 
-/// Where pod and container events go.
-pub trait EventRecorder: Send + Sync + 'static {
-    fn event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str);
-}
-
-/// A recorder that writes events to the log.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct LoggingEventRecorder;
-
-impl EventRecorder for LoggingEventRecorder {
-    fn event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) {
-        let ns = object.namespace.as_deref().unwrap_or("");
-        let name = object.name.as_deref().unwrap_or("");
-        let field = object.field_path.as_deref().unwrap_or("");
-        match event_type {
-            EventType::Normal => {
-                tracing::info!(object = %format!("{ns}/{name}"), field, reason, message, "event")
-            }
-            EventType::Warning => {
-                tracing::warn!(object = %format!("{ns}/{name}"), field, reason, message, "event")
-            }
-        }
-    }
-}
-
 /// A reference to the pod itself.
 pub fn pod_ref(pod: &Pod) -> ObjectReference {
     ObjectReference {
@@ -65,36 +42,6 @@ pub fn pod_ref(pod: &Pod) -> ObjectReference {
         uid: pod.metadata.uid.clone(),
         resource_version: pod.metadata.resource_version.clone(),
         field_path: None,
-    }
-}
-
-/// The field path of a container within its pod:
-/// `spec.containers{name}`, `spec.initContainers{name}` or
-/// `spec.ephemeralContainers{name}`; containers the pod does not declare
-/// are named as implicitly required.
-pub fn container_field_path(pod: &Pod, name: &str) -> String {
-    let spec = pod.spec.as_ref();
-    let has =
-        |list: Option<&Vec<Container>>| list.is_some_and(|l| l.iter().any(|c| c.name == name));
-    if has(spec.map(|s| &s.containers)) {
-        format!("spec.containers{{{name}}}")
-    } else if has(spec.and_then(|s| s.init_containers.as_ref())) {
-        format!("spec.initContainers{{{name}}}")
-    } else if spec
-        .and_then(|s| s.ephemeral_containers.as_ref())
-        .is_some_and(|l| l.iter().any(|c| c.name == name))
-    {
-        format!("spec.ephemeralContainers{{{name}}}")
-    } else {
-        format!("implicitly required container {name}")
-    }
-}
-
-/// A reference to one container of the pod (GenerateContainerRef).
-pub fn container_ref(pod: &Pod, container_name: &str) -> ObjectReference {
-    ObjectReference {
-        field_path: Some(container_field_path(pod, container_name)),
-        ..pod_ref(pod)
     }
 }
 
@@ -155,27 +102,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn field_paths_by_container_kind() {
+    fn pod_ref_names_the_pod() {
         let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
-            "spec": {
-                "initContainers": [{"name": "init"}],
-                "containers": [{"name": "app"}],
-                "ephemeralContainers": [{"name": "debug"}]
-            }
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7"}
         }))
         .expect("pod");
-        let cases = [
-            ("app", "spec.containers{app}"),
-            ("init", "spec.initContainers{init}"),
-            ("debug", "spec.ephemeralContainers{debug}"),
-            ("POD", "implicitly required container POD"),
-        ];
-        for (name, want) in cases {
-            let r = container_ref(&pod, name);
-            assert_eq!(r.field_path.as_deref(), Some(want), "{name}");
-            assert_eq!(r.kind.as_deref(), Some("Pod"));
-            assert_eq!(r.uid.as_deref(), Some("u"));
-        }
+        let r = pod_ref(&pod);
+        assert_eq!(
+            (
+                r.kind.as_deref(),
+                r.name.as_deref(),
+                r.namespace.as_deref(),
+                r.uid.as_deref()
+            ),
+            (Some("Pod"), Some("p"), Some("ns"), Some("u"))
+        );
+        assert_eq!(r.resource_version.as_deref(), Some("7"));
+        assert!(r.field_path.is_none());
     }
 }
