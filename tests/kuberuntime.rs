@@ -802,3 +802,115 @@ async fn pleg_reports_a_container_that_dies() {
     assert_eq!((c.state, c.exit_code), (ContainerState::Exited, 0));
     let _: PathBuf = env.root.path().to_path_buf();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_gc_keeps_images_in_use_and_the_sandbox_image() {
+    use kubelet::kubelet::images::{
+        CriImageFsStats, ImageFsStatsProvider, ImageGcManager, ImageGcPolicy,
+    };
+    let Some(env) = env("image_gc_keeps_images_in_use_and_the_sandbox_image").await else {
+        return;
+    };
+    let m = &env.manager;
+    let pod = test_pod(
+        "user",
+        json!({"containers": [{"name": "c", "image": images().busybox, "command": ["sleep", "3600"]}]}),
+    );
+    sync_until(m, &pod, RUN_TIMEOUT, |s| running(s, "c")).await;
+
+    let (cri_images, images_svc) = env.image_service().await;
+    let stats = CriImageFsStats::new(cri_images);
+    let fs = stats.image_fs_stats().await.expect("image fs stats");
+    assert!(
+        fs.capacity_bytes > 0 && fs.available_bytes <= fs.capacity_bytes,
+        "{fs:?}"
+    );
+    // containerd refreshes its usage figure periodically: present, maybe 0.
+    assert!(fs.used_bytes.is_some(), "{fs:?}");
+
+    let runtime: Arc<dyn Runtime> = m.clone();
+    let gc = ImageGcManager::new(
+        runtime,
+        images_svc.clone(),
+        Arc::new(stats),
+        env.recorder.clone(),
+        Default::default(),
+        ImageGcPolicy {
+            high_threshold_percent: 85,
+            low_threshold_percent: 80,
+            min_age: Duration::ZERO,
+        },
+        images().pause.clone(),
+        Arc::new(RealClock),
+    )
+    .expect("policy");
+    let tags = |list: &[kubelet::kubelet::container::Image]| -> Vec<String> {
+        list.iter()
+            .flat_map(|i| i.repo_tags.iter().cloned())
+            .collect()
+    };
+    let before = tags(&images_svc.list_images().await.expect("list"));
+    assert!(before.contains(&images().throwaway), "{before:?}");
+    let freed = gc.delete_unused_images().await.expect("delete unused");
+    assert!(freed > 0);
+    let after = tags(&images_svc.list_images().await.expect("list"));
+    assert!(
+        !after.contains(&images().throwaway),
+        "unused image removed: {after:?}"
+    );
+    assert!(
+        after.contains(&images().busybox),
+        "image in use kept: {after:?}"
+    );
+    assert!(
+        after.contains(&images().pause),
+        "sandbox image kept: {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_sandbox_is_recreated_with_init_containers_rerun() {
+    let Some(env) = env("a_dead_sandbox_is_recreated_with_init_containers_rerun").await else {
+        return;
+    };
+    let m = &env.manager;
+    let pod = test_pod(
+        "phoenix",
+        json!({"restartPolicy": "Always", "terminationGracePeriodSeconds": 1,
+            "initContainers": [{"name": "init", "image": images().busybox, "command": ["true"]}],
+            "containers": [{"name": "app", "image": images().busybox, "command": ["sleep", "3600"]}]}),
+    );
+    let (status, _) = sync_until(m, &pod, RUN_TIMEOUT, |s| running(s, "app")).await;
+    let old_sandbox = status.sandbox_statuses[0].id.clone();
+    let old_init = status
+        .find_container_status_by_name("init")
+        .expect("init")
+        .id
+        .clone();
+
+    m.runtime_service()
+        .stop_pod_sandbox(&old_sandbox)
+        .await
+        .expect("stop sandbox");
+    let (status, _) = sync_until(m, &pod, RUN_TIMEOUT, |s| {
+        running(s, "app") && s.sandbox_statuses[0].id != old_sandbox
+    })
+    .await;
+    let newest = &status.sandbox_statuses[0];
+    assert_eq!(newest.metadata.as_ref().map(|md| md.attempt), Some(1));
+    assert_eq!(newest.state, PodSandboxState::SandboxReady as i32);
+    let inits: Vec<_> = status
+        .container_statuses
+        .iter()
+        .filter(|c| c.name == "init")
+        .collect();
+    assert_eq!(inits.len(), 1, "old init instances purged");
+    assert_ne!(inits[0].id, old_init, "init ran again in the new sandbox");
+    assert_eq!(
+        status
+            .find_container_status_by_name("app")
+            .map(|c| c.restart_count),
+        Some(1)
+    );
+    assert!(!env.recorder.with_reason("SandboxChanged").is_empty());
+}

@@ -290,6 +290,19 @@ impl Env {
         self.root.path().join("log-containers")
     }
 
+    /// A CRI image service over the rig.
+    pub async fn image_service(&self) -> (Arc<RemoteImageService>, Arc<RuntimeImageService>) {
+        let image = Arc::new(
+            RemoteImageService::connect(&self.rig.endpoint(), self.rig.timeout())
+                .await
+                .unwrap_or_else(|e| panic!("connect images: {e}")),
+        );
+        (
+            image.clone(),
+            Arc::new(RuntimeImageService::new(image, None)),
+        )
+    }
+
     /// A new manager over the same runtime and directories, with fresh
     /// back-off and probe state: the kubelet after a restart.
     pub async fn restarted_manager(&self) -> Arc<KubeGenericRuntimeManager> {

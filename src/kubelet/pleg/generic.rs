@@ -6,7 +6,8 @@
 //! Unlike Go's, statuses of changed pods are fetched concurrently (bounded)
 //! instead of one pod at a time; records, the cache and events are updated
 //! per pod exactly as Go does, and every pod's cache entry is written before
-//! the cache timestamp moves.
+//! the cache timestamp moves. Sandboxes are not reported as if they were
+//! containers: any change of a pod's sandboxes is one `PodSync` event.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
