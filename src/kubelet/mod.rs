@@ -7,6 +7,7 @@ pub mod eviction;
 pub mod expansion;
 pub mod hosts;
 pub mod housekeeping;
+pub mod images;
 pub mod kuberuntime;
 pub mod network;
 pub mod pleg;

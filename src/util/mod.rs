@@ -1,5 +1,6 @@
 //! Small building blocks shared by every stage.
 
+pub mod backoff;
 pub mod clock;
 pub mod lifecycle;
 pub mod lockfile;
