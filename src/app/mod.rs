@@ -5,6 +5,7 @@
 //! hands it to [`run::run`].
 
 pub mod command;
+pub mod dependencies;
 pub mod options;
 pub mod run;
 pub mod server;

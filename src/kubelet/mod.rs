@@ -16,6 +16,7 @@ pub mod pod_sync;
 pub mod pod_workers;
 pub mod prober;
 pub mod qos;
+pub mod runtime_helper;
 pub mod server;
 pub mod status;
 pub mod sync_loop;

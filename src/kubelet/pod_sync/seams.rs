@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 
+use crate::kubelet::kuberuntime::VolumeMap;
 use crate::kubelet::status::ContainerProbeStatus;
 
 /// The volume manager as pod sync and housekeeping use it.
@@ -19,6 +20,10 @@ pub trait PodVolumes: Send + Sync + 'static {
     async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), String>;
     /// Whether the pod still has volume directories (or mounts) on disk.
     fn pod_volumes_exist(&self, uid: &str) -> bool;
+    /// The pod's mounted volumes, for its containers' mounts.
+    fn get_mounted_volumes_for_pod(&self, uid: &str) -> VolumeMap;
+    /// Supplemental groups the pod's volumes ask for (GID annotations).
+    fn get_extra_supplemental_groups_for_pod(&self, pod: &Pod) -> Vec<i64>;
     /// Removes the directories of pods that are neither desired nor
     /// running, never one that still has a mount.
     async fn cleanup_orphaned_pod_dirs(

@@ -334,6 +334,12 @@ impl PodVolumes for FakeVolumes {
     fn pod_volumes_exist(&self, uid: &str) -> bool {
         self.existing.lock().unwrap().contains(uid)
     }
+    fn get_mounted_volumes_for_pod(&self, _uid: &str) -> crate::kubelet::kuberuntime::VolumeMap {
+        Default::default()
+    }
+    fn get_extra_supplemental_groups_for_pod(&self, _pod: &Pod) -> Vec<i64> {
+        Vec::new()
+    }
     async fn cleanup_orphaned_pod_dirs(
         &self,
         desired: &HashSet<String>,
