@@ -10,6 +10,7 @@ pub mod kuberuntime;
 pub mod network;
 pub mod pleg;
 pub mod pod;
+pub mod pod_dirs;
 pub mod prober;
 pub mod qos;
 pub mod server;
