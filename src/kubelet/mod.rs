@@ -15,3 +15,4 @@ pub mod prober;
 pub mod qos;
 pub mod server;
 pub mod types;
+pub mod volumemanager;
