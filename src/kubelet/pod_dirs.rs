@@ -265,8 +265,14 @@ mod tests {
         let cases: Vec<(PathBuf, &str)> = vec![
             (d.pods_dir(), "/var/lib/kubelet/pods"),
             (d.plugins_dir(), "/var/lib/kubelet/plugins"),
-            (d.plugins_registration_dir(), "/var/lib/kubelet/plugins_registry"),
-            (d.plugin_dir("kubernetes.io/csi"), "/var/lib/kubelet/plugins/kubernetes.io/csi"),
+            (
+                d.plugins_registration_dir(),
+                "/var/lib/kubelet/plugins_registry",
+            ),
+            (
+                d.plugin_dir("kubernetes.io/csi"),
+                "/var/lib/kubelet/plugins/kubernetes.io/csi",
+            ),
             (
                 d.volume_device_plugin_dir("p"),
                 "/var/lib/kubelet/plugins/p/volumeDevices",
@@ -274,7 +280,10 @@ mod tests {
             (d.pod_resources_dir(), "/var/lib/kubelet/pod-resources"),
             (d.checkpoints_dir(), "/var/lib/kubelet/checkpoints"),
             (d.pod_dir(uid), "/var/lib/kubelet/pods/520ef51a"),
-            (d.pod_volumes_dir(uid), "/var/lib/kubelet/pods/520ef51a/volumes"),
+            (
+                d.pod_volumes_dir(uid),
+                "/var/lib/kubelet/pods/520ef51a/volumes",
+            ),
             (
                 d.pod_volume_dir(uid, "kubernetes.io~configmap", "cfg"),
                 "/var/lib/kubelet/pods/520ef51a/volumes/kubernetes.io~configmap/cfg",
@@ -295,7 +304,10 @@ mod tests {
                 d.pod_container_dir(uid, "main"),
                 "/var/lib/kubelet/pods/520ef51a/containers/main",
             ),
-            (d.pod_etc_hosts_path(uid), "/var/lib/kubelet/pods/520ef51a/etc-hosts"),
+            (
+                d.pod_etc_hosts_path(uid),
+                "/var/lib/kubelet/pods/520ef51a/etc-hosts",
+            ),
         ];
         for (got, want) in cases {
             assert_eq!(got, PathBuf::from(want));

@@ -73,10 +73,10 @@ impl AtomicVolume {
         wrapper.set_up_at(&dir, args)?;
         make_nested_mountpoints(&self.vol_name, &dir, pod)?;
         let result = self.project(pod, payload, args);
-        if result.is_err() {
-            if let Err(e) = self.tear_down_blocking() {
-                tracing::error!(volume = %self.vol_name, error = %e, "Error tearing down volume after a failed setup");
-            }
+        if result.is_err()
+            && let Err(e) = self.tear_down_blocking()
+        {
+            tracing::error!(volume = %self.vol_name, error = %e, "Error tearing down volume after a failed setup");
         }
         result
     }

@@ -72,7 +72,11 @@ impl VolumePlugin for ConfigMapPlugin {
         }))
     }
 
-    fn new_unmounter(&self, volume_name: &str, pod_uid: &str) -> Result<Arc<dyn Unmounter>, VolumeError> {
+    fn new_unmounter(
+        &self,
+        volume_name: &str,
+        pod_uid: &str,
+    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
         Ok(Arc::new(AtomicUnmounter(AtomicVolume::new(
             self.host.clone(),
             CONFIG_MAP_PLUGIN_NAME,
@@ -82,7 +86,11 @@ impl VolumePlugin for ConfigMapPlugin {
         ))))
     }
 
-    fn construct_volume_spec(&self, volume_name: &str, _mount_path: &Path) -> Result<Spec, VolumeError> {
+    fn construct_volume_spec(
+        &self,
+        volume_name: &str,
+        _mount_path: &Path,
+    ) -> Result<Spec, VolumeError> {
         Ok(Spec::from_volume(Volume {
             name: volume_name.to_string(),
             config_map: Some(ConfigMapVolumeSource::default()),

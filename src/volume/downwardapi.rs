@@ -67,7 +67,11 @@ impl VolumePlugin for DownwardApiPlugin {
         }))
     }
 
-    fn new_unmounter(&self, volume_name: &str, pod_uid: &str) -> Result<Arc<dyn Unmounter>, VolumeError> {
+    fn new_unmounter(
+        &self,
+        volume_name: &str,
+        pod_uid: &str,
+    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
         Ok(Arc::new(AtomicUnmounter(AtomicVolume::new(
             self.host.clone(),
             DOWNWARD_API_PLUGIN_NAME,
@@ -77,7 +81,11 @@ impl VolumePlugin for DownwardApiPlugin {
         ))))
     }
 
-    fn construct_volume_spec(&self, volume_name: &str, _mount_path: &Path) -> Result<Spec, VolumeError> {
+    fn construct_volume_spec(
+        &self,
+        volume_name: &str,
+        _mount_path: &Path,
+    ) -> Result<Spec, VolumeError> {
         Ok(Spec::from_volume(Volume {
             name: volume_name.to_string(),
             downward_api: Some(DownwardAPIVolumeSource::default()),
@@ -116,9 +124,9 @@ pub fn collect_data(
     host: &VolumeHost,
     default_mode: Option<i32>,
 ) -> Result<Payload, VolumeError> {
-    let default_mode = default_mode
-        .ok_or_else(|| VolumeError::other("no defaultMode used, not even the default value for it"))?
-        as u32;
+    let default_mode = default_mode.ok_or_else(|| {
+        VolumeError::other("no defaultMode used, not even the default value for it")
+    })? as u32;
     let mut errs = Vec::new();
     let mut data = Payload::new();
     for item in items {

@@ -120,7 +120,11 @@ impl VolumePlugin for EmptyDirPlugin {
         )))
     }
 
-    fn construct_volume_spec(&self, volume_name: &str, _mount_path: &Path) -> Result<Spec, VolumeError> {
+    fn construct_volume_spec(
+        &self,
+        volume_name: &str,
+        _mount_path: &Path,
+    ) -> Result<Spec, VolumeError> {
         Ok(Spec::from_volume(Volume {
             name: volume_name.to_string(),
             empty_dir: Some(EmptyDirVolumeSource::default()),
@@ -354,9 +358,11 @@ impl EmptyDir {
         };
         let mut found: Option<i64> = None;
         let spec = self.pod.as_ref().and_then(|p| p.spec.as_ref());
-        let containers = spec
-            .into_iter()
-            .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()));
+        let containers = spec.into_iter().flat_map(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+        });
         for c in containers {
             let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
             for name in requests.into_iter().flat_map(|r| r.keys()) {
@@ -490,7 +496,8 @@ fn parse_size(text: &str, what: &str) -> Result<i64, VolumeError> {
 
 /// Creates `dir` with mode 0777 whatever the umask.
 fn setup_dir(dir: &Path) -> Result<(), VolumeError> {
-    crate::kubelet::pod_dirs::mkdir_all(dir, PERM).map_err(|e| VolumeError::io("mkdir", dir, &e))?;
+    crate::kubelet::pod_dirs::mkdir_all(dir, PERM)
+        .map_err(|e| VolumeError::io("mkdir", dir, &e))?;
     let meta = fs::symlink_metadata(dir).map_err(|e| VolumeError::io("lstat", dir, &e))?;
     if meta.permissions().mode() & 0o777 != PERM {
         fs::set_permissions(dir, fs::Permissions::from_mode(PERM))

@@ -28,7 +28,9 @@ fn memory_size_table() {
     let mi = 1024 * 1024;
     let pod_with = |limit: Option<&str>| -> Pod {
         let res = match limit {
-            Some(l) => json!({"limits": {"memory": l, "cpu": "1"}, "requests": {"memory": l, "cpu": "1"}}),
+            Some(l) => {
+                json!({"limits": {"memory": l, "cpu": "1"}, "requests": {"memory": l, "cpu": "1"}})
+            }
             None => json!({}),
         };
         serde_json::from_value(json!({"spec": {"containers": [{"name": "c", "resources": res}]}}))
@@ -58,8 +60,16 @@ fn page_size_option_table() {
     let tmp = tempfile::tempdir().expect("tmp");
     let spec = |reqs: serde_json::Value| json!({"containers": [{"name": "c", "resources": {"requests": reqs}}]});
     let cases: Vec<(&str, serde_json::Value, Result<&str, &str>)> = vec![
-        ("HugePages", json!({"hugepages-2Mi": "4Mi"}), Ok("pagesize=2Mi")),
-        ("HugePages-1Gi", json!({"hugepages-2Mi": "4Mi", "hugepages-1Gi": "1Gi"}), Ok("pagesize=1Gi")),
+        (
+            "HugePages",
+            json!({"hugepages-2Mi": "4Mi"}),
+            Ok("pagesize=2Mi"),
+        ),
+        (
+            "HugePages-1Gi",
+            json!({"hugepages-2Mi": "4Mi", "hugepages-1Gi": "1Gi"}),
+            Ok("pagesize=1Gi"),
+        ),
         (
             "HugePages",
             json!({"hugepages-2Mi": "4Mi", "hugepages-1Gi": "1Gi"}),
@@ -68,18 +78,26 @@ fn page_size_option_table() {
         (
             "HugePages-1Gi",
             json!({"hugepages-2Mi": "4Mi"}),
-            Err("medium HugePages-1Gi: hugePages storage requested, but there is no resource request for huge pages"),
+            Err(
+                "medium HugePages-1Gi: hugePages storage requested, but there is no resource request for huge pages",
+            ),
         ),
         (
             "HugePages",
             json!({"memory": "1Gi"}),
-            Err("medium HugePages: hugePages storage requested, but there is no resource request for huge pages"),
+            Err(
+                "medium HugePages: hugePages storage requested, but there is no resource request for huge pages",
+            ),
         ),
     ];
     for (medium, reqs, want) in cases {
         let m = mounter(tmp.path(), json!({"medium": medium}), spec(reqs.clone()));
         let got = m.page_size_mount_option().map_err(|e| e.to_string());
-        assert_eq!(got.as_deref().map_err(String::as_str), want, "{medium} {reqs}");
+        assert_eq!(
+            got.as_deref().map_err(String::as_str),
+            want,
+            "{medium} {reqs}"
+        );
     }
 }
 
@@ -87,12 +105,16 @@ fn page_size_option_table() {
 async fn disk_medium_set_up_and_tear_down() {
     let tmp = tempfile::tempdir().expect("tmp");
     let m = mounter(tmp.path(), json!({}), json!({"containers": []}));
-    let dir = tmp.path().join("pods/u1/volumes/kubernetes.io~empty-dir/scratch");
+    let dir = tmp
+        .path()
+        .join("pods/u1/volumes/kubernetes.io~empty-dir/scratch");
     assert_eq!(Mounter::path(&m), dir);
     m.set_up(&MounterArgs::default()).await.expect("setup");
     assert!(dir.is_dir());
     assert_eq!(mode(&dir), 0o777);
-    let ready = tmp.path().join("pods/u1/plugins/kubernetes.io~empty-dir/scratch/ready");
+    let ready = tmp
+        .path()
+        .join("pods/u1/plugins/kubernetes.io~empty-dir/scratch/ready");
     assert!(ready.is_file());
     std::fs::write(dir.join("data"), b"keep").expect("write");
     m.set_up(&MounterArgs::default()).await.expect("again");
@@ -103,14 +125,23 @@ async fn disk_medium_set_up_and_tear_down() {
     u.tear_down().await.expect("teardown");
     assert!(!dir.exists());
     assert!(!ready.exists());
-    u.tear_down().await.expect("teardown of a missing dir is fine");
+    u.tear_down()
+        .await
+        .expect("teardown of a missing dir is fine");
 }
 
 #[tokio::test]
 async fn unknown_medium_fails() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let m = mounter(tmp.path(), json!({"medium": "Floppy"}), json!({"containers": []}));
-    let err = m.set_up(&MounterArgs::default()).await.expect_err("unknown");
+    let m = mounter(
+        tmp.path(),
+        json!({"medium": "Floppy"}),
+        json!({"containers": []}),
+    );
+    let err = m
+        .set_up(&MounterArgs::default())
+        .await
+        .expect_err("unknown");
     assert_eq!(err.to_string(), "unknown storage medium \"Floppy\"");
 }
 
@@ -132,7 +163,10 @@ async fn memory_medium_is_a_sized_tmpfs() {
     assert!(is_mounted(&dir));
     let st = nix::sys::statfs::statfs(&dir).expect("statfs");
     assert_eq!(st.filesystem_type(), nix::sys::statfs::TMPFS_MAGIC);
-    assert_eq!(st.blocks() as u64 * st.block_size() as u64, 16 * 1024 * 1024);
+    assert_eq!(
+        st.blocks() as u64 * st.block_size() as u64,
+        16 * 1024 * 1024
+    );
     std::fs::write(dir.join("data"), b"in memory").expect("write");
     // SetUp again keeps the mount and its contents.
     m.set_up(&MounterArgs::default()).await.expect("again");

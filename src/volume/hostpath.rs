@@ -54,11 +54,19 @@ impl VolumePlugin for HostPathPlugin {
         }))
     }
 
-    fn new_unmounter(&self, _volume_name: &str, _pod_uid: &str) -> Result<Arc<dyn Unmounter>, VolumeError> {
+    fn new_unmounter(
+        &self,
+        _volume_name: &str,
+        _pod_uid: &str,
+    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
         Ok(Arc::new(HostPathUnmounter))
     }
 
-    fn construct_volume_spec(&self, volume_name: &str, _mount_path: &Path) -> Result<Spec, VolumeError> {
+    fn construct_volume_spec(
+        &self,
+        volume_name: &str,
+        _mount_path: &Path,
+    ) -> Result<Spec, VolumeError> {
         Ok(Spec::from_volume(Volume {
             name: volume_name.to_string(),
             host_path: Some(HostPathVolumeSource {
@@ -119,7 +127,12 @@ fn exists(path: &str) -> bool {
     fs::metadata(path).is_ok()
 }
 
-fn expect_type(path: &str, want: FileType, what: &str, must_exist: bool) -> Result<(), VolumeError> {
+fn expect_type(
+    path: &str,
+    want: FileType,
+    what: &str,
+    must_exist: bool,
+) -> Result<(), VolumeError> {
     if must_exist && !exists(path) {
         return Err(VolumeError::other(format!("path {path:?} does not exist")));
     }
@@ -254,20 +267,72 @@ mod tests {
             (&dir, "", Ok(())),
             (&missing, "", Ok(())),
             (&dir, "Directory", Ok(())),
-            (&file, "Directory", Err(format!("hostPath type check failed: {file} is not a directory"))),
-            (&missing, "Directory", Err(format!("path {missing:?} does not exist"))),
+            (
+                &file,
+                "Directory",
+                Err(format!(
+                    "hostPath type check failed: {file} is not a directory"
+                )),
+            ),
+            (
+                &missing,
+                "Directory",
+                Err(format!("path {missing:?} does not exist")),
+            ),
             (&file, "File", Ok(())),
-            (&dir, "File", Err(format!("hostPath type check failed: {dir} is not a file"))),
-            (&missing, "File", Err(format!("path {missing:?} does not exist"))),
+            (
+                &dir,
+                "File",
+                Err(format!("hostPath type check failed: {dir} is not a file")),
+            ),
+            (
+                &missing,
+                "File",
+                Err(format!("path {missing:?} does not exist")),
+            ),
             (&sock, "Socket", Ok(())),
-            (&file, "Socket", Err(format!("hostPath type check failed: {file} is not a socket file"))),
-            (&missing, "Socket", Err(format!("path {missing:?} does not exist"))),
+            (
+                &file,
+                "Socket",
+                Err(format!(
+                    "hostPath type check failed: {file} is not a socket file"
+                )),
+            ),
+            (
+                &missing,
+                "Socket",
+                Err(format!("path {missing:?} does not exist")),
+            ),
             (&dev_null, "CharDevice", Ok(())),
-            (&file, "CharDevice", Err(format!("hostPath type check failed: {file} is not a character device"))),
-            (&dev_null, "BlockDevice", Err("hostPath type check failed: /dev/null is not a block device".to_string())),
-            (&file, "DirectoryOrCreate", Err(format!("hostPath type check failed: {file} is not a directory"))),
-            (&dir, "FileOrCreate", Err(format!("hostPath type check failed: {dir} is not a file"))),
-            (&dir, "Bogus", Err("Bogus is an invalid volume type".to_string())),
+            (
+                &file,
+                "CharDevice",
+                Err(format!(
+                    "hostPath type check failed: {file} is not a character device"
+                )),
+            ),
+            (
+                &dev_null,
+                "BlockDevice",
+                Err("hostPath type check failed: /dev/null is not a block device".to_string()),
+            ),
+            (
+                &file,
+                "DirectoryOrCreate",
+                Err(format!(
+                    "hostPath type check failed: {file} is not a directory"
+                )),
+            ),
+            (
+                &dir,
+                "FileOrCreate",
+                Err(format!("hostPath type check failed: {dir} is not a file")),
+            ),
+            (
+                &dir,
+                "Bogus",
+                Err("Bogus is an invalid volume type".to_string()),
+            ),
         ];
         for (path, ty, want) in cases {
             let got = check_type(path, ty).map_err(|e| e.to_string());
@@ -281,11 +346,17 @@ mod tests {
         let d = tmp.path().join("a/b/c");
         check_type(&d.to_string_lossy(), "DirectoryOrCreate").expect("dir");
         assert!(d.is_dir());
-        assert_eq!(fs::metadata(&d).expect("meta").permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            fs::metadata(&d).expect("meta").permissions().mode() & 0o777,
+            0o755
+        );
         let f = tmp.path().join("a/new-file");
         check_type(&f.to_string_lossy(), "FileOrCreate").expect("file");
         assert!(f.is_file());
-        assert_eq!(fs::metadata(&f).expect("meta").permissions().mode() & 0o777, 0o644);
+        assert_eq!(
+            fs::metadata(&f).expect("meta").permissions().mode() & 0o777,
+            0o644
+        );
         // Existing ones are checked, not recreated.
         check_type(&d.to_string_lossy(), "DirectoryOrCreate").expect("dir again");
         check_type(&f.to_string_lossy(), "FileOrCreate").expect("file again");
@@ -305,7 +376,10 @@ mod tests {
         let m = HostPathPlugin.new_mounter(&spec, &pod).expect("mounter");
         assert_eq!(m.path(), PathBuf::from("/etc/../etc/hostname"));
         assert_eq!(m.attributes(), Attributes::default());
-        let err = m.set_up(&MounterArgs::default()).await.expect_err("backsteps");
+        let err = m
+            .set_up(&MounterArgs::default())
+            .await
+            .expect_err("backsteps");
         assert_eq!(
             err.to_string(),
             "invalid HostPath `/etc/../etc/hostname`: must not contain '..'"

@@ -25,9 +25,9 @@ pub mod token_manager;
 pub mod util;
 
 #[cfg(test)]
-pub(crate) mod testing;
-#[cfg(test)]
 mod plugins_tests;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use error::VolumeError;
 pub use host::{NodeAllocatable, StaticNodeAllocatable, VolumeHost};

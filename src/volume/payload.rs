@@ -135,15 +135,22 @@ mod tests {
     #[test]
     fn config_map_table() {
         type Want = Result<Vec<(&'static str, &'static [u8], u32)>, &'static str>;
-        let cases: Vec<(Option<Vec<KeyToPath>>, Option<i32>, bool, Want)> = vec![
+        type Case = (Option<Vec<KeyToPath>>, Option<i32>, bool, Want);
+        let cases: Vec<Case> = vec![
             (
                 None,
                 Some(0o644),
                 false,
-                Ok(vec![("a", b"1", 0o644), ("b", b"2", 0o644), ("bin", &[0, 1, 2], 0o644)]),
+                Ok(vec![
+                    ("a", b"1", 0o644),
+                    ("b", b"2", 0o644),
+                    ("bin", &[0, 1, 2], 0o644),
+                ]),
             ),
             (
-                Some(items(json!([{"key": "a", "path": "dir/x", "mode": 0o400}, {"key": "bin", "path": "y"}]))),
+                Some(items(
+                    json!([{"key": "a", "path": "dir/x", "mode": 0o400}, {"key": "bin", "path": "y"}]),
+                )),
                 Some(0o644),
                 false,
                 Ok(vec![("dir/x", b"1", 0o400), ("y", &[0, 1, 2], 0o644)]),
@@ -155,13 +162,29 @@ mod tests {
                 Err("configmap references non-existent config key: missing"),
             ),
             (
-                Some(items(json!([{"key": "missing", "path": "m"}, {"key": "a", "path": "a"}]))),
+                Some(items(
+                    json!([{"key": "missing", "path": "m"}, {"key": "a", "path": "a"}]),
+                )),
                 Some(0o644),
                 true,
                 Ok(vec![("a", b"1", 0o644)]),
             ),
-            (None, None, false, Err("no defaultMode used, not even the default value for it")),
-            (Some(vec![]), Some(0o600), false, Ok(vec![("a", b"1", 0o600), ("b", b"2", 0o600), ("bin", &[0, 1, 2], 0o600)])),
+            (
+                None,
+                None,
+                false,
+                Err("no defaultMode used, not even the default value for it"),
+            ),
+            (
+                Some(vec![]),
+                Some(0o600),
+                false,
+                Ok(vec![
+                    ("a", b"1", 0o600),
+                    ("b", b"2", 0o600),
+                    ("bin", &[0, 1, 2], 0o600),
+                ]),
+            ),
         ];
         for (items, mode, optional, want) in cases {
             let got = config_map_payload(items.as_deref(), &cm(), mode, optional)

@@ -46,8 +46,11 @@ pub trait VolumePlugin: Send + Sync {
     ) -> Result<Arc<dyn Unmounter>, VolumeError>;
     /// A spec good enough to unmount a volume found on disk after a
     /// restart.
-    fn construct_volume_spec(&self, volume_name: &str, mount_path: &Path)
-    -> Result<Spec, VolumeError>;
+    fn construct_volume_spec(
+        &self,
+        volume_name: &str,
+        mount_path: &Path,
+    ) -> Result<Spec, VolumeError>;
 }
 
 /// The unique name of a pod-scoped volume: `<plugin>/<pod uid>-<volume>`.
@@ -88,8 +91,11 @@ impl PluginManager {
 
     /// The one plugin that supports `spec`.
     pub fn find_plugin_by_spec(&self, spec: &Spec) -> Result<Arc<dyn VolumePlugin>, VolumeError> {
-        let matches: Vec<&Arc<dyn VolumePlugin>> =
-            self.plugins.iter().filter(|p| p.can_support(spec)).collect();
+        let matches: Vec<&Arc<dyn VolumePlugin>> = self
+            .plugins
+            .iter()
+            .filter(|p| p.can_support(spec))
+            .collect();
         match matches.as_slice() {
             [] => Err(VolumeError::NoPluginMatched),
             [one] => Ok((*one).clone()),

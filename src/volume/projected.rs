@@ -70,7 +70,11 @@ impl VolumePlugin for ProjectedPlugin {
         }))
     }
 
-    fn new_unmounter(&self, volume_name: &str, pod_uid: &str) -> Result<Arc<dyn Unmounter>, VolumeError> {
+    fn new_unmounter(
+        &self,
+        volume_name: &str,
+        pod_uid: &str,
+    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
         Ok(Arc::new(ProjectedUnmounter(AtomicVolume::new(
             self.host.clone(),
             PROJECTED_PLUGIN_NAME,
@@ -80,7 +84,11 @@ impl VolumePlugin for ProjectedPlugin {
         ))))
     }
 
-    fn construct_volume_spec(&self, volume_name: &str, _mount_path: &Path) -> Result<Spec, VolumeError> {
+    fn construct_volume_spec(
+        &self,
+        volume_name: &str,
+        _mount_path: &Path,
+    ) -> Result<Spec, VolumeError> {
         Ok(Spec::from_volume(Volume {
             name: volume_name.to_string(),
             projected: Some(ProjectedVolumeSource::default()),
@@ -99,10 +107,9 @@ pub struct ProjectedMounter {
 impl ProjectedMounter {
     /// The merged files of every source.
     async fn collect_data(&self, args: &MounterArgs) -> Result<Payload, VolumeError> {
-        let default_mode = self
-            .source
-            .default_mode
-            .ok_or_else(|| VolumeError::other("no defaultMode used, not even the default value for it"))?;
+        let default_mode = self.source.default_mode.ok_or_else(|| {
+            VolumeError::other("no defaultMode used, not even the default value for it")
+        })?;
         let host = &self.vol.host;
         let Some(tokens) = host.tokens() else {
             return Err(VolumeError::other(format!(
@@ -130,7 +137,9 @@ impl ProjectedMounter {
             } else if let Some(c) = &source.config_map {
                 let optional = c.optional == Some(true);
                 let result = match get_config_map(host, ns, &c.name, optional).await {
-                    Ok(cm) => config_map_payload(c.items.as_deref(), &cm, Some(default_mode), optional),
+                    Ok(cm) => {
+                        config_map_payload(c.items.as_deref(), &cm, Some(default_mode), optional)
+                    }
                     Err(e) => Err(e),
                 };
                 match result {

@@ -60,7 +60,11 @@ impl VolumePlugin for SecretPlugin {
         }))
     }
 
-    fn new_unmounter(&self, volume_name: &str, pod_uid: &str) -> Result<Arc<dyn Unmounter>, VolumeError> {
+    fn new_unmounter(
+        &self,
+        volume_name: &str,
+        pod_uid: &str,
+    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
         Ok(Arc::new(AtomicUnmounter(AtomicVolume::new(
             self.host.clone(),
             SECRET_PLUGIN_NAME,
@@ -70,7 +74,11 @@ impl VolumePlugin for SecretPlugin {
         ))))
     }
 
-    fn construct_volume_spec(&self, volume_name: &str, _mount_path: &Path) -> Result<Spec, VolumeError> {
+    fn construct_volume_spec(
+        &self,
+        volume_name: &str,
+        _mount_path: &Path,
+    ) -> Result<Spec, VolumeError> {
         Ok(Spec::from_volume(Volume {
             name: volume_name.to_string(),
             secret: Some(SecretVolumeSource {
@@ -135,7 +143,13 @@ impl Mounter for SecretMounter {
             self.source.default_mode,
             optional,
         )?;
-        crate::vlog!(3, namespace = ns, name, pieces = payload.len(), "Received secret");
+        crate::vlog!(
+            3,
+            namespace = ns,
+            name,
+            pieces = payload.len(),
+            "Received secret"
+        );
         self.vol
             .write(wrapper, self.pod.clone(), payload, args)
             .await

@@ -109,12 +109,13 @@ fn safe_open(path: &Path, base: &Path) -> Result<OwnedFd, VolumeError> {
 /// Creates `subdir` under `base` (and missing parents) with `perm`, never
 /// following a symlink out of `base` (SafeMakeDir).
 pub fn safe_make_dir(subdir: &str, base: &Path, perm: u32) -> Result<(), VolumeError> {
-    let real_base =
-        fs::canonicalize(base).map_err(|e| VolumeError::other(format!(
+    let real_base = fs::canonicalize(base).map_err(|e| {
+        VolumeError::other(format!(
             "error resolving symlinks in {}: {}",
             base.display(),
             crate::volume::error::io_reason(&e)
-        )))?;
+        ))
+    })?;
     let full = real_base.join(subdir);
     if !path_within_base(&full, &real_base) {
         return Err(VolumeError::other(format!(
@@ -127,12 +128,20 @@ pub fn safe_make_dir(subdir: &str, base: &Path, perm: u32) -> Result<(), VolumeE
         if meta.is_dir() {
             return Ok(());
         }
-        return Err(VolumeError::io("mkdir", &full, &io::Error::from_raw_os_error(libc::ENOTDIR)));
+        return Err(VolumeError::io(
+            "mkdir",
+            &full,
+            &io::Error::from_raw_os_error(libc::ENOTDIR),
+        ));
     }
     // Find the longest existing prefix.
     let rel: Vec<_> = full
         .strip_prefix(&real_base)
-        .map(|r| r.components().map(|c| c.as_os_str().to_os_string()).collect())
+        .map(|r| {
+            r.components()
+                .map(|c| c.as_os_str().to_os_string())
+                .collect()
+        })
         .unwrap_or_default();
     let mut existing = real_base.clone();
     let mut to_create = Vec::new();
@@ -164,14 +173,18 @@ pub fn safe_make_dir(subdir: &str, base: &Path, perm: u32) -> Result<(), VolumeE
     let mut current = resolved;
     for dir in to_create {
         current.push(&dir);
-        nix::sys::stat::mkdirat(&parent, dir.as_os_str(), Mode::from_bits_truncate(perm & 0o777))
-            .map_err(|e| {
-                VolumeError::other(format!(
-                    "cannot create directory {}: {}",
-                    current.display(),
-                    e.desc().to_lowercase()
-                ))
-            })?;
+        nix::sys::stat::mkdirat(
+            &parent,
+            dir.as_os_str(),
+            Mode::from_bits_truncate(perm & 0o777),
+        )
+        .map_err(|e| {
+            VolumeError::other(format!(
+                "cannot create directory {}: {}",
+                current.display(),
+                e.desc().to_lowercase()
+            ))
+        })?;
         let child = nix::fcntl::openat(
             &parent,
             dir.as_os_str(),
@@ -204,7 +217,12 @@ fn reopen_dir(fd: &OwnedFd) -> Result<OwnedFd, VolumeError> {
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| VolumeError::other(format!("cannot open directory: {}", e.desc().to_lowercase())))
+    .map_err(|e| {
+        VolumeError::other(format!(
+            "cannot open directory: {}",
+            e.desc().to_lowercase()
+        ))
+    })
 }
 
 /// `<pod>/volume-subpaths/<volume>/<container>/<index>`.
@@ -237,8 +255,9 @@ pub fn prepare_safe_subpath(m: &dyn MountInterface, sp: &SubPath) -> Result<Path
             volume_path.display().to_string()
         )));
     }
-    let fd = safe_open(&path, &volume_path)
-        .map_err(|e| VolumeError::other(format!("error opening subpath {}: {e}", path.display())))?;
+    let fd = safe_open(&path, &volume_path).map_err(|e| {
+        VolumeError::other(format!("error opening subpath {}: {e}", path.display()))
+    })?;
     let target = subpath_bind_target(sp);
     match is_not_mount_point(m, &target) {
         Ok(true) => {}
@@ -259,10 +278,20 @@ pub fn prepare_safe_subpath(m: &dyn MountInterface, sp: &SubPath) -> Result<Path
         }
     }
     let parent = target.parent().unwrap_or(Path::new("/"));
-    crate::kubelet::pod_dirs::mkdir_all(parent, 0o750)
-        .map_err(|e| VolumeError::other(format!("error creating directory {}: {}", parent.display(), crate::volume::error::io_reason(&e))))?;
-    let meta = fs::symlink_metadata(&path)
-        .map_err(|e| VolumeError::other(format!("lstat {} failed: {}", path.display(), crate::volume::error::io_reason(&e))))?;
+    crate::kubelet::pod_dirs::mkdir_all(parent, 0o750).map_err(|e| {
+        VolumeError::other(format!(
+            "error creating directory {}: {}",
+            parent.display(),
+            crate::volume::error::io_reason(&e)
+        ))
+    })?;
+    let meta = fs::symlink_metadata(&path).map_err(|e| {
+        VolumeError::other(format!(
+            "lstat {} failed: {}",
+            path.display(),
+            crate::volume::error::io_reason(&e)
+        ))
+    })?;
     if meta.is_dir() {
         match fs::DirBuilder::new().create(&target) {
             Ok(()) => {}
@@ -310,13 +339,21 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 fn clean_subpath(m: &dyn MountInterface, path: &Path) -> Result<(), VolumeError> {
-    cleanup_mount_point(path, m, true)
-        .map_err(|e| VolumeError::other(format!("error cleaning subpath mount {}: {e}", path.display())))
+    cleanup_mount_point(path, m, true).map_err(|e| {
+        VolumeError::other(format!(
+            "error cleaning subpath mount {}: {e}",
+            path.display()
+        ))
+    })
 }
 
 /// Unmounts and removes the subPath bind mounts of `volume_name` in the
 /// pod (CleanSubPaths), then the directories that held them.
-pub fn clean_subpaths(m: &dyn MountInterface, pod_dir: &Path, volume_name: &str) -> Result<(), VolumeError> {
+pub fn clean_subpaths(
+    m: &dyn MountInterface,
+    pod_dir: &Path,
+    volume_name: &str,
+) -> Result<(), VolumeError> {
     let subpath_dir = pod_dir.join(VOLUME_SUBPATHS_DIR_NAME).join(volume_name);
     crate::vlog!(4, dir = %subpath_dir.display(), "Cleaning up subpath mounts");
     let containers = match fs::read_dir(&subpath_dir) {

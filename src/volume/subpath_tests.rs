@@ -20,7 +20,11 @@ fn within_base_table() {
         ("/b", "/a", false),
     ];
     for (p, b, want) in cases {
-        assert_eq!(path_within_base(Path::new(p), Path::new(b)), want, "{p} in {b}");
+        assert_eq!(
+            path_within_base(Path::new(p), Path::new(b)),
+            want,
+            "{p} in {b}"
+        );
     }
 }
 
@@ -30,7 +34,11 @@ fn safe_make_dir_creates_with_mode_and_refuses_escapes() {
     let vol = tmp.path().join("vol");
     fs::create_dir(&vol).expect("mkdir");
     safe_make_dir("a/b/c", &vol, 0o2775).expect("make");
-    let mode = fs::metadata(vol.join("a/b/c")).expect("meta").permissions().mode() & 0o7777;
+    let mode = fs::metadata(vol.join("a/b/c"))
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o7777;
     assert_eq!(mode, 0o2775);
     safe_make_dir("a/b/c", &vol, 0o700).expect("existing is fine");
 

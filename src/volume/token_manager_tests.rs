@@ -98,11 +98,11 @@ async fn rotation_at_80_percent_of_ttl() {
     // (lifetime, jitter, elapsed, token after that much time)
     let cases = [
         (3600, 0, 0, "token-1"),
-        (3600, 0, 2879, "token-1"),  // 79.97%: cached
-        (3600, 0, 2881, "token-2"),  // past 80%: refreshed
-        (3600, 9, 2870, "token-1"),  // jitter moves the point earlier...
-        (3600, 9, 2872, "token-2"),  // ...by up to 10 s
-        (3607, 0, 2885, "token-1"),  // 20% of 3607 s is 721 s (integer)
+        (3600, 0, 2879, "token-1"), // 79.97%: cached
+        (3600, 0, 2881, "token-2"), // past 80%: refreshed
+        (3600, 9, 2870, "token-1"), // jitter moves the point earlier...
+        (3600, 9, 2872, "token-2"), // ...by up to 10 s
+        (3607, 0, 2885, "token-1"), // 20% of 3607 s is 721 s (integer)
         (3607, 0, 2887, "token-2"),
         (200_000, 0, 86_399, "token-1"), // long tokens: 24 h cap
         (200_000, 0, 86_401, "token-2"),
@@ -112,7 +112,11 @@ async fn rotation_at_80_percent_of_ttl() {
         let tr = request("u1", ttl);
         assert_eq!(token(&m, &tr).await.as_deref(), Ok("token-1"));
         clock.advance(Duration::from_secs(elapsed));
-        assert_eq!(token(&m, &tr).await.as_deref(), Ok(want), "ttl {ttl} jitter {jitter} after {elapsed}s");
+        assert_eq!(
+            token(&m, &tr).await.as_deref(),
+            Ok(want),
+            "ttl {ttl} jitter {jitter} after {elapsed}s"
+        );
     }
 }
 
@@ -123,11 +127,18 @@ async fn failed_refresh_serves_the_old_token_until_it_expires() {
     assert_eq!(token(&m, &tr).await.as_deref(), Ok("token-1"));
     issuer.fail.store(true, Ordering::SeqCst);
     clock.advance(Duration::from_secs(590));
-    assert_eq!(token(&m, &tr).await.as_deref(), Ok("token-1"), "stale but valid");
+    assert_eq!(
+        token(&m, &tr).await.as_deref(),
+        Ok("token-1"),
+        "stale but valid"
+    );
     clock.advance(Duration::from_secs(11));
     let err = token(&m, &tr).await.expect_err("expired");
     assert!(err.starts_with("token \"default\"/\"ns\"/"), "{err}");
-    assert!(err.ends_with("expired and refresh failed: apiserver down"), "{err}");
+    assert!(
+        err.ends_with("expired and refresh failed: apiserver down"),
+        "{err}"
+    );
     let other = request("u2", 600);
     assert_eq!(
         token(&m, &other).await,

@@ -153,7 +153,11 @@ impl ActualStateOfWorld {
 
     /// Whether the pod has the volume mounted; the errors say it is not
     /// attached or needs a remount.
-    pub fn pod_exists_in_volume(&self, pod_uid: &str, volume_name: &str) -> Result<bool, ExistsError> {
+    pub fn pod_exists_in_volume(
+        &self,
+        pod_uid: &str,
+        volume_name: &str,
+    ) -> Result<bool, ExistsError> {
         let inner = self.lock();
         let Some(vol) = inner.get(volume_name) else {
             return Err(ExistsError::NotAttached);

@@ -83,7 +83,14 @@ pub fn err_suffix(err: &dyn std::fmt::Display) -> String {
 }
 
 /// The detailed form for logs: `... for volume "<name>" (UniqueName: "<u>") pod "<p>" (UID: "<uid>") <suffix>`.
-pub fn volume_msg_detailed(prefix: &str, volume: &str, unique: &str, pod: &str, uid: &str, suffix: &str) -> String {
+pub fn volume_msg_detailed(
+    prefix: &str,
+    volume: &str,
+    unique: &str,
+    pod: &str,
+    uid: &str,
+    suffix: &str,
+) -> String {
     format!(
         "{prefix} for volume {volume:?} (UniqueName: {unique:?}) pod {pod:?} (UID: {uid:?}) {suffix}"
     )
@@ -119,7 +126,11 @@ mod tests {
     #[test]
     fn messages_read_like_go() {
         assert_eq!(
-            volume_msg("MountVolume.SetUp failed", "cfg", &err_suffix(&"configmap \"cfg\" not found")),
+            volume_msg(
+                "MountVolume.SetUp failed",
+                "cfg",
+                &err_suffix(&"configmap \"cfg\" not found")
+            ),
             "MountVolume.SetUp failed for volume \"cfg\" : configmap \"cfg\" not found"
         );
         assert_eq!(
@@ -127,7 +138,14 @@ mod tests {
             "MountVolume.SetUp succeeded for volume \"cfg\" "
         );
         assert_eq!(
-            volume_msg_detailed("UnmountVolume.TearDown succeeded", "cfg", "kubernetes.io/configmap/u-cfg", "ns/p", "u", ""),
+            volume_msg_detailed(
+                "UnmountVolume.TearDown succeeded",
+                "cfg",
+                "kubernetes.io/configmap/u-cfg",
+                "ns/p",
+                "u",
+                ""
+            ),
             "UnmountVolume.TearDown succeeded for volume \"cfg\" (UniqueName: \"kubernetes.io/configmap/u-cfg\") pod \"ns/p\" (UID: \"u\") "
         );
     }

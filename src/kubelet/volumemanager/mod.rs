@@ -158,7 +158,9 @@ impl VolumeManager {
                 if !errs.is_empty() {
                     return Some(Err(errs.join("; ")));
                 }
-                self.unmounted(&pod_uid, &expected).is_empty().then_some(Ok(()))
+                self.unmounted(&pod_uid, &expected)
+                    .is_empty()
+                    .then_some(Ok(()))
             })
             .await;
         if let Err(cause) = result {
@@ -243,7 +245,11 @@ impl VolumeManager {
 
     /// Mounted or possibly mounted (a failed SetUp/TearDown) volumes.
     pub fn get_possibly_mounted_volumes_for_pod(&self, pod_uid: &str) -> VolumeMap {
-        to_runtime(self.shared.asw.get_possibly_mounted_volumes_for_pod(pod_uid))
+        to_runtime(
+            self.shared
+                .asw
+                .get_possibly_mounted_volumes_for_pod(pod_uid),
+        )
     }
 
     /// Groups the pod's containers need for its volumes besides the ones
@@ -328,7 +334,12 @@ impl VolumeManager {
                     .get_possibly_mounted_volumes_for_pod(uid)
                     .is_empty()
             };
-            orphans::cleanup_orphaned_pod_dirs(host.dirs(), host.mounter().as_ref(), &active, &possibly)
+            orphans::cleanup_orphaned_pod_dirs(
+                host.dirs(),
+                host.mounter().as_ref(),
+                &active,
+                &possibly,
+            )
         })
         .await
         .map_err(|e| OrphanCleanupError(vec![e.to_string()]))?

@@ -56,7 +56,12 @@ impl PendingOperations {
     }
 
     /// Claims the key for a new operation.
-    pub fn try_start(&self, volume_name: &str, pod_uid: &str, now: Instant) -> Result<(), StartRefused> {
+    pub fn try_start(
+        &self,
+        volume_name: &str,
+        pod_uid: &str,
+        now: Instant,
+    ) -> Result<(), StartRefused> {
         let key = OpKey {
             volume_name: volume_name.to_string(),
             pod_uid: pod_uid.to_string(),
@@ -132,7 +137,11 @@ fn pod_name(pod: &k8s_openapi::api::core::v1::Pod) -> String {
 /// off). `is_remount`: the volume is mounted and SetUp runs again.
 pub fn start_mount(shared: &Arc<Shared>, tasks: &TaskSet, vtm: VolumeToMount, is_remount: bool) {
     let now = shared.clock.monotonic();
-    if shared.ops.try_start(&vtm.volume_name, &vtm.pod_uid, now).is_err() {
+    if shared
+        .ops
+        .try_start(&vtm.volume_name, &vtm.pod_uid, now)
+        .is_err()
+    {
         return;
     }
     crate::vlog!(5, volume = %vtm.outer_volume_spec_name, pod = %pod_name(&vtm.pod), "Starting operationExecutor.MountVolume");
@@ -151,7 +160,14 @@ pub async fn mount_volume(shared: &Shared, vtm: &VolumeToMount, is_remount: bool
     let pod = pod_name(&vtm.pod);
     let fail = |prefix: &str, err: &dyn std::fmt::Display, record: bool| {
         let simple = volume_msg(prefix, name, &err_suffix(err));
-        let detailed = volume_msg_detailed(prefix, name, &vtm.volume_name, &pod, &vtm.pod_uid, &err_suffix(err));
+        let detailed = volume_msg_detailed(
+            prefix,
+            name,
+            &vtm.volume_name,
+            &pod,
+            &vtm.pod_uid,
+            &err_suffix(err),
+        );
         tracing::error!(pod = %pod, volume = name, "{detailed}");
         shared.events.publish(VolumeEvent {
             pod: PodRef::from_pod(&vtm.pod),
@@ -228,7 +244,11 @@ pub async fn mount_volume(shared: &Shared, vtm: &VolumeToMount, is_remount: bool
 /// Starts unmounting a pod's volume.
 pub fn start_unmount(shared: &Arc<Shared>, tasks: &TaskSet, mv: MountedVolume) {
     let now = shared.clock.monotonic();
-    if shared.ops.try_start(&mv.volume_name, &mv.pod_uid, now).is_err() {
+    if shared
+        .ops
+        .try_start(&mv.volume_name, &mv.pod_uid, now)
+        .is_err()
+    {
         return;
     }
     crate::vlog!(5, volume = %mv.outer_volume_spec_name, pod = %mv.pod_name, "Starting operationExecutor.UnmountVolume");
@@ -250,7 +270,14 @@ pub async fn unmount_volume(shared: &Shared, mv: &MountedVolume) -> bool {
         mv.outer_volume_spec_name.as_str()
     };
     let fail = |prefix: &str, err: &dyn std::fmt::Display| {
-        let detailed = volume_msg_detailed(prefix, name, &mv.volume_name, &mv.pod_name, &mv.pod_uid, &err_suffix(err));
+        let detailed = volume_msg_detailed(
+            prefix,
+            name,
+            &mv.volume_name,
+            &mv.pod_name,
+            &mv.pod_uid,
+            &err_suffix(err),
+        );
         tracing::error!(pod = %mv.pod_name, volume = name, "{detailed}");
     };
     let plugin = match shared.plugins.find_plugin_by_name(&mv.plugin_name) {
@@ -298,7 +325,9 @@ pub async fn unmount_volume(shared: &Shared, mv: &MountedVolume) -> bool {
         plugin = %mv.plugin_name,
         "UnmountVolume.TearDown succeeded"
     );
-    shared.asw.mark_volume_as_unmounted(&mv.pod_uid, &mv.volume_name);
+    shared
+        .asw
+        .mark_volume_as_unmounted(&mv.pod_uid, &mv.volume_name);
     true
 }
 
@@ -311,7 +340,10 @@ mod tests {
         let ops = PendingOperations::default();
         let t0 = Instant::now();
         ops.try_start("v", "p", t0).expect("first");
-        assert_eq!(ops.try_start("v", "p", t0), Err(StartRefused::AlreadyRunning));
+        assert_eq!(
+            ops.try_start("v", "p", t0),
+            Err(StartRefused::AlreadyRunning)
+        );
         assert!(ops.is_pending("v", None) && ops.is_pending("v", Some("p")));
         assert!(!ops.is_pending("v", Some("q")) && !ops.is_pending("w", None));
         // Another pod's operation on the same volume runs in parallel.

@@ -64,7 +64,12 @@ pub fn mounted_volume_paths_from_disk(
             Ok(true) => {}
             Ok(false) => out.push(p),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("fail to check mount point {:?}: {e}", p.display().to_string())),
+            Err(e) => {
+                return Err(format!(
+                    "fail to check mount point {:?}: {e}",
+                    p.display().to_string()
+                ));
+            }
         }
     }
     Ok(out)
@@ -91,7 +96,12 @@ pub fn pod_volume_subpaths_from_disk(dirs: &PodDirs, uid: &str) -> io::Result<Ve
 
 /// Whether any of the pod's volumes may still be mounted: per the volume
 /// manager (`possibly_mounted`), or per the disk. Doubt counts as yes.
-pub fn pod_volumes_exist(dirs: &PodDirs, m: &dyn MountInterface, uid: &str, possibly_mounted: bool) -> bool {
+pub fn pod_volumes_exist(
+    dirs: &PodDirs,
+    m: &dyn MountInterface,
+    uid: &str,
+    possibly_mounted: bool,
+) -> bool {
     if possibly_mounted {
         return true;
     }
@@ -108,7 +118,11 @@ pub fn pod_volumes_exist(dirs: &PodDirs, m: &dyn MountInterface, uid: &str, poss
     }
 }
 
-fn remove_orphaned_pod_volume_dirs(dirs: &PodDirs, m: &dyn MountInterface, uid: &str) -> Vec<String> {
+fn remove_orphaned_pod_volume_dirs(
+    dirs: &PodDirs,
+    m: &dyn MountInterface,
+    uid: &str,
+) -> Vec<String> {
     let mut errs = Vec::new();
     match pod_volume_paths_from_disk(dirs, uid) {
         Err(e) => {
@@ -120,7 +134,9 @@ fn remove_orphaned_pod_volume_dirs(dirs: &PodDirs, m: &dyn MountInterface, uid: 
         Ok(paths) => {
             for p in paths {
                 match std::fs::remove_dir(&p) {
-                    Ok(()) => tracing::info!(pod = uid, path = %p.display(), "Cleaned up orphaned volume from pod"),
+                    Ok(()) => {
+                        tracing::info!(pod = uid, path = %p.display(), "Cleaned up orphaned volume from pod")
+                    }
                     Err(e) => errs.push(format!(
                         "orphaned pod {uid:?} found, but failed to rmdir() volume at path {}: {}",
                         p.display(),
@@ -140,7 +156,9 @@ fn remove_orphaned_pod_volume_dirs(dirs: &PodDirs, m: &dyn MountInterface, uid: 
         Ok(paths) => {
             for p in paths {
                 match std::fs::remove_dir(&p) {
-                    Ok(()) => tracing::info!(pod = uid, path = %p.display(), "Cleaned up orphaned volume subpath from pod"),
+                    Ok(()) => {
+                        tracing::info!(pod = uid, path = %p.display(), "Cleaned up orphaned volume subpath from pod")
+                    }
                     Err(e) => errs.push(format!(
                         "orphaned pod {uid:?} found, but failed to rmdir() subpath at path {}: {}",
                         p.display(),
@@ -243,5 +261,101 @@ pub fn cleanup_orphaned_pod_dirs(
         Ok(())
     } else {
         Err(OrphanCleanupError(removal_errs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::volume::testing::{is_mounted, is_root};
+    use crate::volume::util::mount::SystemMounter;
+    use std::fs;
+
+    fn layout(dirs: &PodDirs, uid: &str) -> PathBuf {
+        let vol = dirs.pod_volume_dir(uid, "kubernetes.io~empty-dir", "scratch");
+        fs::create_dir_all(&vol).expect("vol");
+        fs::create_dir_all(dirs.pod_volume_dir(uid, "kubernetes.io~configmap", "cfg"))
+            .expect("cfg");
+        fs::create_dir_all(dirs.pod_container_dir(uid, "c")).expect("containers");
+        fs::write(dirs.pod_container_dir(uid, "c").join("abcd"), b"").expect("termination log");
+        fs::write(dirs.pod_etc_hosts_path(uid), b"127.0.0.1 localhost\n").expect("hosts");
+        fs::create_dir_all(
+            dirs.pod_plugin_dir(uid, "kubernetes.io~empty-dir")
+                .join("scratch"),
+        )
+        .expect("plugins");
+        vol
+    }
+
+    #[test]
+    fn removes_only_what_is_safe() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dirs = PodDirs::new(tmp.path());
+        let m = SystemMounter;
+        layout(&dirs, "active");
+        layout(&dirs, "orphan");
+        let data = layout(&dirs, "has-data");
+        fs::write(data.join("precious"), b"keep me").expect("data");
+        layout(&dirs, "asw-mounted");
+        fs::create_dir_all(dirs.pod_volume_subpaths_dir("orphan").join("v/c/0")).expect("subpaths");
+
+        let active: HashSet<String> = ["active".to_string()].into();
+        let possibly = |uid: &str| uid == "asw-mounted";
+        cleanup_orphaned_pod_dirs(&dirs, &m, &active, &possibly).expect("no removal errors");
+
+        assert!(
+            dirs.pod_dir("active").join("etc-hosts").exists(),
+            "active pods untouched"
+        );
+        assert!(
+            !dirs.pod_dir("orphan").exists(),
+            "an orphan without data goes"
+        );
+        assert_eq!(
+            fs::read(data.join("precious")).expect("kept"),
+            b"keep me",
+            "data is never deleted"
+        );
+        assert!(
+            dirs.pod_etc_hosts_path("has-data").exists(),
+            "the pod dir stays while volumes do"
+        );
+        assert!(
+            dirs.pod_etc_hosts_path("asw-mounted").exists(),
+            "possibly mounted: skipped"
+        );
+    }
+
+    #[test]
+    fn mounted_volume_dirs_keep_the_pod() {
+        if !is_root() {
+            eprintln!("SKIPPED mounted_volume_dirs_keep_the_pod: mounting needs root");
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dirs = PodDirs::new(tmp.path());
+        let m = SystemMounter;
+        let tmpfs_vol = layout(&dirs, "tmpfs");
+        m.mount("tmpfs", &tmpfs_vol, "tmpfs", &["size=1m".to_string()])
+            .expect("tmpfs");
+        // A bind mount within the same file system: same device numbers.
+        let bind_vol = layout(&dirs, "bind");
+        let src = tmp.path().join("src");
+        fs::create_dir(&src).expect("src");
+        m.mount(&src.to_string_lossy(), &bind_vol, "", &["bind".to_string()])
+            .expect("bind");
+
+        for uid in ["tmpfs", "bind"] {
+            assert!(pod_volumes_exist(&dirs, &m, uid, false), "{uid}");
+        }
+        cleanup_orphaned_pod_dirs(&dirs, &m, &HashSet::new(), &|_| false).expect("cleanup");
+        assert!(is_mounted(&tmpfs_vol) && is_mounted(&bind_vol));
+        assert!(dirs.pod_etc_hosts_path("tmpfs").exists());
+        assert!(dirs.pod_etc_hosts_path("bind").exists());
+
+        m.unmount(&tmpfs_vol).expect("umount");
+        m.unmount(&bind_vol).expect("umount");
+        cleanup_orphaned_pod_dirs(&dirs, &m, &HashSet::new(), &|_| false).expect("cleanup");
+        assert!(!dirs.pod_dir("tmpfs").exists() && !dirs.pod_dir("bind").exists());
     }
 }

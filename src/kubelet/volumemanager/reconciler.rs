@@ -50,7 +50,10 @@ pub fn reconcile(shared: &Arc<Shared>, tasks: &TaskSet) {
 
 fn unmount_volumes(shared: &Arc<Shared>, tasks: &TaskSet) {
     for mv in shared.asw.get_all_mounted_volumes() {
-        if !shared.dsw.pod_exists_in_volume(&mv.pod_uid, &mv.volume_name) {
+        if !shared
+            .dsw
+            .pod_exists_in_volume(&mv.pod_uid, &mv.volume_name)
+        {
             start_unmount(shared, tasks, mv);
         }
     }
@@ -58,7 +61,10 @@ fn unmount_volumes(shared: &Arc<Shared>, tasks: &TaskSet) {
 
 fn mount_volumes(shared: &Arc<Shared>, tasks: &TaskSet) {
     for vtm in shared.dsw.get_volumes_to_mount() {
-        match shared.asw.pod_exists_in_volume(&vtm.pod_uid, &vtm.volume_name) {
+        match shared
+            .asw
+            .pod_exists_in_volume(&vtm.pod_uid, &vtm.volume_name)
+        {
             Err(ExistsError::NotAttached) => {
                 // Nothing here attaches: a known volume counts as attached.
                 crate::vlog!(5, volume = %vtm.outer_volume_spec_name, "Marking volume attached (plugin is not attachable)");

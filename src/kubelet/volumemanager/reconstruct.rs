@@ -61,7 +61,13 @@ pub fn volumes_from_pod_dirs(pods_dir: &std::path::Path) -> Vec<PodVolume> {
     out
 }
 
-fn reconstructed_record(v: &PodVolume, volume_name: String, spec: crate::volume::Spec, path: PathBuf, attributes: crate::volume::Attributes) -> MountedVolume {
+fn reconstructed_record(
+    v: &PodVolume,
+    volume_name: String,
+    spec: crate::volume::Spec,
+    path: PathBuf,
+    attributes: crate::volume::Attributes,
+) -> MountedVolume {
     MountedVolume {
         pod_uid: v.pod_uid.clone(),
         pod_name: v.pod_uid.clone(),
@@ -79,7 +85,11 @@ fn reconstructed_record(v: &PodVolume, volume_name: String, spec: crate::volume:
 
 /// Rebuilds a volume found on disk: its plugin, spec and unique name; it
 /// must be a mount point.
-fn reconstruct_volume(shared: &Shared, v: &PodVolume, mount_points: &HashSet<PathBuf>) -> Result<MountedVolume, String> {
+fn reconstruct_volume(
+    shared: &Shared,
+    v: &PodVolume,
+    mount_points: &HashSet<PathBuf>,
+) -> Result<MountedVolume, String> {
     let plugin = shared
         .plugins
         .find_plugin_by_name(&v.plugin_name)
@@ -97,7 +107,13 @@ fn reconstruct_volume(shared: &Shared, v: &PodVolume, mount_points: &HashSet<Pat
     if !mount_points.contains(&path) {
         return Err(format!("volume: {volume_name:?} is not mounted"));
     }
-    Ok(reconstructed_record(v, volume_name, spec, path, mounter.attributes()))
+    Ok(reconstructed_record(
+        v,
+        volume_name,
+        spec,
+        path,
+        mounter.attributes(),
+    ))
 }
 
 /// Compares the disk with both states once (syncStates).
@@ -163,9 +179,11 @@ pub async fn sync_states(shared: &Arc<Shared>, tasks: &TaskSet) {
                     continue;
                 }
                 crate::vlog!(2, pod = %v.pod_uid, volume = %v.volume_spec_name, "Reconciler sync states: could not find pod information in desired state, update it in actual state");
-                shared
-                    .asw
-                    .mark_volume_as_attached(&record.volume_name, &record.spec, &record.plugin_name);
+                shared.asw.mark_volume_as_attached(
+                    &record.volume_name,
+                    &record.spec,
+                    &record.plugin_name,
+                );
                 if let Err(e) = shared
                     .asw
                     .mark_volume_as_mounted(MarkMountOpts { volume: record })

@@ -33,7 +33,9 @@ pub struct Shared {
 
 impl Shared {
     pub fn processed(&self) -> MutexGuard<'_, HashMap<String, bool>> {
-        self.processed_pods.lock().unwrap_or_else(|e| e.into_inner())
+        self.processed_pods
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn has_added_pods(&self) -> bool {

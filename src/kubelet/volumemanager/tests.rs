@@ -12,8 +12,8 @@ use serde_json::json;
 use super::*;
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::TaskSet;
-use crate::volume::testing::{self, Objects};
 use crate::volume::PluginManager;
+use crate::volume::testing::{self, Objects};
 
 #[derive(Default)]
 pub struct FakePods {
@@ -147,12 +147,22 @@ async fn mounts_used_volumes_and_reports_them() {
     let vols = r.vm.get_mounted_volumes_for_pod("u1");
     let mut names: Vec<&String> = vols.keys().collect();
     names.sort();
-    assert_eq!(names, vec!["cfg", "scratch"], "unused volumes are not mounted");
+    assert_eq!(
+        names,
+        vec!["cfg", "scratch"],
+        "unused volumes are not mounted"
+    );
     let cfg = &vols["cfg"];
-    assert_eq!(cfg.host_path, vol_dir(&r.root, "u1", "configmap", "cfg").to_string_lossy());
+    assert_eq!(
+        cfg.host_path,
+        vol_dir(&r.root, "u1", "configmap", "cfg").to_string_lossy()
+    );
     assert!(cfg.read_only && cfg.selinux_relabel);
     let scratch = &vols["scratch"];
-    assert_eq!(scratch.host_path, vol_dir(&r.root, "u1", "empty-dir", "scratch").to_string_lossy());
+    assert_eq!(
+        scratch.host_path,
+        vol_dir(&r.root, "u1", "empty-dir", "scratch").to_string_lossy()
+    );
     assert!(!scratch.read_only && scratch.selinux_relabel);
     assert_eq!(
         std::fs::read_to_string(Path::new(&cfg.host_path).join("greeting")).expect("read"),
@@ -208,7 +218,12 @@ async fn unsupported_volume_fails_the_wait_at_once() {
     let started = std::time::Instant::now();
     let err = r.vm.wait_for_attach_and_mount(&p).await.expect_err("fails");
     assert!(started.elapsed() < Duration::from_secs(10));
-    let WaitError::Mount { unmounted, unattached, cause } = &err else {
+    let WaitError::Mount {
+        unmounted,
+        unattached,
+        cause,
+    } = &err
+    else {
         panic!("{err:?}");
     };
     assert_eq!(unmounted, &vec!["claim".to_string(), "n".to_string()]);
@@ -218,7 +233,10 @@ async fn unsupported_volume_fails_the_wait_at_once() {
         "error processing PVC \"c\": PersistentVolumeClaim volumes are not supported by this kubelet; \
          failed to get Plugin from volumeSpec for volume \"n\" err=no volume plugin matched"
     );
-    assert!(err.event_message().starts_with("Unable to attach or mount volumes: unmounted volumes=[claim n]"));
+    assert!(
+        err.event_message()
+            .starts_with("Unable to attach or mount volumes: unmounted volumes=[claim n]")
+    );
     shutdown(r.tasks).await;
 }
 
@@ -251,7 +269,9 @@ async fn volumes_go_only_after_the_containers_stopped() {
     assert!(!r.vm.pod_volumes_exist("u3").await);
 
     // Then housekeeping removes the pod directory.
-    r.vm.cleanup_orphaned_pod_dirs(HashSet::new()).await.expect("cleanup");
+    r.vm.cleanup_orphaned_pod_dirs(HashSet::new())
+        .await
+        .expect("cleanup");
     assert!(!r.root.join("pods/u3").exists());
     shutdown(r.tasks).await;
 }
@@ -262,7 +282,10 @@ async fn missing_config_map_times_out_with_go_text_and_failed_mount_events() {
     let mut events = r.vm.take_events().expect("events");
     let p = web_pod("u4");
     r.pods.set(vec![p.clone()]);
-    let err = r.vm.wait_for_attach_and_mount(&p).await.expect_err("times out");
+    let err =
+        r.vm.wait_for_attach_and_mount(&p)
+            .await
+            .expect_err("times out");
     assert_eq!(
         err.to_string(),
         "unmounted volumes=[cfg], unattached volumes=[cfg scratch]: timed out waiting for the condition"

@@ -79,7 +79,10 @@ mod tests {
             mounted: vec![],
             cause: TIMED_OUT.into(),
         };
-        assert_eq!(e.to_string(), "mounted volumes=[]: timed out waiting for the condition");
+        assert_eq!(
+            e.to_string(),
+            "mounted volumes=[]: timed out waiting for the condition"
+        );
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub type Payload = BTreeMap<String, FileProjection>;
 /// Kept for callers that name the writer's error type.
 pub type AtomicWriteError = VolumeError;
 
+/// Applies ownership to a new timestamped directory (by name) before it
+/// is published.
+pub type SetPerms<'a> = &'a dyn Fn(&str) -> Result<(), VolumeError>;
+
 /// Writes payloads into one target directory.
 #[derive(Debug, Clone)]
 pub struct AtomicWriter {
@@ -163,7 +167,7 @@ impl AtomicWriter {
     pub fn write(
         &self,
         payload: &Payload,
-        set_perms: Option<&dyn Fn(&str) -> Result<(), VolumeError>>,
+        set_perms: Option<SetPerms<'_>>,
         now: SystemTime,
     ) -> Result<(), VolumeError> {
         let ctx = self.log_context.as_str();
@@ -395,12 +399,8 @@ fn write_payload_to_dir(payload: &Payload, dir: &Path) -> Result<(), VolumeError
         fs::set_permissions(&full, fs::Permissions::from_mode(mode))
             .map_err(io_err("chmod", &full))?;
         if let Some(uid) = fp.fs_user {
-            nix::unistd::chown(
-                &full,
-                Some(nix::unistd::Uid::from_raw(uid as u32)),
-                None,
-            )
-            .map_err(|e| VolumeError::io("chown", &full, &io::Error::from(e)))?;
+            nix::unistd::chown(&full, Some(nix::unistd::Uid::from_raw(uid as u32)), None)
+                .map_err(|e| VolumeError::io("chown", &full, &io::Error::from(e)))?;
         }
     }
     Ok(())

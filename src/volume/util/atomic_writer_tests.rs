@@ -45,9 +45,15 @@ fn validate_path_table() {
     let cases: Vec<(&str, Option<&str>)> = vec![
         ("foo", None),
         ("foo/bar", None),
-        ("..foo/bar", Some("invalid path: must not start with '..': ..foo/bar")),
+        (
+            "..foo/bar",
+            Some("invalid path: must not start with '..': ..foo/bar"),
+        ),
         ("foo/..bar", None),
-        ("foo/../bar", Some("invalid path: must not contain '..': foo/../bar")),
+        (
+            "foo/../bar",
+            Some("invalid path: must not contain '..': foo/../bar"),
+        ),
         ("..", Some("invalid path: must not contain '..': ..")),
         ("/abs", Some("invalid path: must be relative path: /abs")),
         ("", Some("invalid path: must not be empty: \"\"")),
@@ -70,7 +76,10 @@ fn validate_path_table() {
 #[test]
 fn timestamp_prefix_is_go_layout_in_utc() {
     // 2026-11-22T04:03:42Z
-    assert_eq!(timestamp_prefix(at(1_795_320_222)), "..2026_11_22_04_03_42.");
+    assert_eq!(
+        timestamp_prefix(at(1_795_320_222)),
+        "..2026_11_22_04_03_42."
+    );
 }
 
 #[test]
@@ -119,13 +128,21 @@ fn first_write_lays_out_data_dir_and_links() {
 fn update_sequence_removes_old_files_and_swaps_data() {
     let tmp = tempfile::tempdir().expect("tmp");
     let w = AtomicWriter::new(tmp.path(), "test").expect("writer");
-    w.write(&payload(&[("a", "1"), ("b", "1"), ("dir/c", "1")]), None, at(1))
-        .expect("v1");
+    w.write(
+        &payload(&[("a", "1"), ("b", "1"), ("dir/c", "1")]),
+        None,
+        at(1),
+    )
+    .expect("v1");
     let v1 = ts_dirs(tmp.path());
 
     // Same content: nothing is rewritten.
-    w.write(&payload(&[("a", "1"), ("b", "1"), ("dir/c", "1")]), None, at(2))
-        .expect("same");
+    w.write(
+        &payload(&[("a", "1"), ("b", "1"), ("dir/c", "1")]),
+        None,
+        at(2),
+    )
+    .expect("same");
     assert_eq!(ts_dirs(tmp.path()), v1);
 
     // New content, "b" and "dir/c" dropped, "d" added.
@@ -160,11 +177,15 @@ fn set_perms_sees_the_new_dir_before_it_is_published() {
     let seen = std::sync::Mutex::new(None);
     let cb = |name: &str| -> Result<(), VolumeError> {
         assert!(target.join(name).join("a").is_file());
-        assert!(fs::read_link(target.join(DATA_DIR_NAME)).is_err(), "not yet published");
+        assert!(
+            fs::read_link(target.join(DATA_DIR_NAME)).is_err(),
+            "not yet published"
+        );
         *seen.lock().expect("lock") = Some(name.to_string());
         Ok(())
     };
-    w.write(&payload(&[("a", "1")]), Some(&cb), at(1)).expect("write");
+    w.write(&payload(&[("a", "1")]), Some(&cb), at(1))
+        .expect("write");
     let name = seen.lock().expect("lock").clone().expect("called");
     assert_eq!(
         fs::read_link(tmp.path().join(DATA_DIR_NAME)).expect("link"),
@@ -182,7 +203,10 @@ fn set_perms_sees_the_new_dir_before_it_is_published() {
 fn missing_target_dir_is_an_error() {
     let tmp = tempfile::tempdir().expect("tmp");
     let err = AtomicWriter::new(&tmp.path().join("nope"), "x").expect_err("missing");
-    assert!(err.to_string().contains("no such file or directory"), "{err}");
+    assert!(
+        err.to_string().contains("no such file or directory"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -37,7 +37,9 @@ fn unescape_octal(s: &str) -> String {
     while i < bytes.len() {
         if bytes[i] == b'\\'
             && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
         {
             let v = (bytes[i + 1] - b'0') as u32 * 64
                 + (bytes[i + 2] - b'0') as u32 * 8
@@ -143,7 +145,13 @@ pub fn parse_mount_options(options: &[String]) -> (MsFlags, Vec<String>) {
     (flags, data)
 }
 
-fn mount_error(source: &str, target: &Path, fstype: &str, options: &[String], e: nix::Error) -> VolumeError {
+fn mount_error(
+    source: &str,
+    target: &Path,
+    fstype: &str,
+    options: &[String],
+    e: nix::Error,
+) -> VolumeError {
     let mut args = String::new();
     if !fstype.is_empty() {
         args.push_str(&format!("-t {fstype} "));
@@ -245,7 +253,10 @@ pub fn path_exists(path: &Path) -> Result<bool, io::Error> {
 pub fn is_corrupted_mnt(err: &io::Error) -> bool {
     matches!(
         err.raw_os_error(),
-        Some(libc::ENOTCONN) | Some(libc::ESTALE) | Some(libc::EIO) | Some(libc::EACCES)
+        Some(libc::ENOTCONN)
+            | Some(libc::ESTALE)
+            | Some(libc::EIO)
+            | Some(libc::EACCES)
             | Some(libc::EHOSTDOWN)
     )
 }
@@ -344,7 +355,9 @@ pub fn find_mount_info<'a>(path: &Path, mounts: &'a [MountInfo]) -> Option<&'a M
 /// Makes `path` a mount point with shared propagation (bind-mounting it on
 /// itself first), unless the mount it lives on is already shared.
 pub fn make_rshared(path: &Path, m: &dyn MountInterface) -> Result<(), String> {
-    let mounts = m.list().map_err(|e| format!("error reading mountinfo: {e}"))?;
+    let mounts = m
+        .list()
+        .map_err(|e| format!("error reading mountinfo: {e}"))?;
     let shared = find_mount_info(path, &mounts)
         .ok_or_else(|| format!("cannot find mount point for {:?}", path))?
         .optional_fields
@@ -356,8 +369,14 @@ pub fn make_rshared(path: &Path, m: &dyn MountInterface) -> Result<(), String> {
     }
     crate::vlog!(2, path = %path.display(), "Bind-mounting with shared mount propagation");
     let p = path.to_string_lossy();
-    nix::mount::mount(Some(path), path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-        .map_err(|e| format!("failed to bind-mount {p}: {}", e.desc().to_lowercase()))?;
+    nix::mount::mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|e| format!("failed to bind-mount {p}: {}", e.desc().to_lowercase()))?;
     nix::mount::mount(
         None::<&str>,
         path,
@@ -403,7 +422,11 @@ bogus line
             (&["size=100"], MsFlags::empty(), &["size=100"]),
             (&["bind"], MsFlags::MS_BIND, &[]),
             (&["bind", "ro"], MsFlags::MS_BIND | MsFlags::MS_RDONLY, &[]),
-            (&["rw", "nodev", "pagesize=2Mi"], MsFlags::MS_NODEV, &["pagesize=2Mi"]),
+            (
+                &["rw", "nodev", "pagesize=2Mi"],
+                MsFlags::MS_NODEV,
+                &["pagesize=2Mi"],
+            ),
             (&["rbind"], MsFlags::MS_BIND | MsFlags::MS_REC, &[]),
         ];
         for (input, flags, data) in cases {

@@ -40,35 +40,36 @@ pub fn nested_mountpoints(name: &str, pod: &Pod) -> Result<Vec<String>, VolumeEr
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(out);
     };
-    let mut check = |mounts: &[k8s_openapi::api::core::v1::VolumeMount]| -> Result<(), VolumeError> {
-        let mut all: Vec<String> = mounts.iter().map(|m| clean(&m.mount_path)).collect();
-        let mine: Vec<String> = mounts
-            .iter()
-            .filter(|m| m.name == name)
-            .map(|m| clean(&m.mount_path))
-            .collect();
-        all.sort();
-        for my in mine {
-            if my.starts_with("../") {
-                return Err(VolumeError::other(format!(
-                    "invalid container mount point {my}"
-                )));
-            }
-            let my_slash = format!("{my}/");
-            let mut prev_nested = String::new();
-            for mp in &all {
-                if !mp.starts_with(&my_slash) {
-                    continue;
+    let mut check =
+        |mounts: &[k8s_openapi::api::core::v1::VolumeMount]| -> Result<(), VolumeError> {
+            let mut all: Vec<String> = mounts.iter().map(|m| clean(&m.mount_path)).collect();
+            let mine: Vec<String> = mounts
+                .iter()
+                .filter(|m| m.name == name)
+                .map(|m| clean(&m.mount_path))
+                .collect();
+            all.sort();
+            for my in mine {
+                if my.starts_with("../") {
+                    return Err(VolumeError::other(format!(
+                        "invalid container mount point {my}"
+                    )));
                 }
-                if !prev_nested.is_empty() && mp.starts_with(&prev_nested) {
-                    continue;
+                let my_slash = format!("{my}/");
+                let mut prev_nested = String::new();
+                for mp in &all {
+                    if !mp.starts_with(&my_slash) {
+                        continue;
+                    }
+                    if !prev_nested.is_empty() && mp.starts_with(&prev_nested) {
+                        continue;
+                    }
+                    prev_nested = format!("{mp}/");
+                    out.push(mp[my_slash.len()..].to_string());
                 }
-                prev_nested = format!("{mp}/");
-                out.push(mp[my_slash.len()..].to_string());
             }
-        }
-        Ok(())
-    };
+            Ok(())
+        };
     let containers: Vec<&Container> = spec
         .init_containers
         .iter()
@@ -117,7 +118,12 @@ mod tests {
 
     #[test]
     fn nested_table() {
-        let cases: Vec<(serde_json::Value, &str, Result<Vec<&str>, ()>)> = vec![
+        type Case = (
+            serde_json::Value,
+            &'static str,
+            Result<Vec<&'static str>, ()>,
+        );
+        let cases: Vec<Case> = vec![
             (
                 json!([{"name": "a", "mountPath": "/dir"}, {"name": "b", "mountPath": "/dir/nested"}]),
                 "a",
@@ -140,7 +146,11 @@ mod tests {
                 "a",
                 Ok(vec!["x/y", "z"]),
             ),
-            (json!([{"name": "a", "mountPath": "../escape"}]), "a", Err(())),
+            (
+                json!([{"name": "a", "mountPath": "../escape"}]),
+                "a",
+                Err(()),
+            ),
         ];
         for (mounts, name, want) in cases {
             let got = nested_mountpoints(name, &pod(mounts.clone())).map_err(|_| ());
@@ -152,7 +162,8 @@ mod tests {
     #[test]
     fn creates_dirs() {
         let tmp = tempfile::tempdir().expect("tmp");
-        let p = pod(json!([{"name": "a", "mountPath": "/d"}, {"name": "b", "mountPath": "/d/x/y"}]));
+        let p =
+            pod(json!([{"name": "a", "mountPath": "/d"}, {"name": "b", "mountPath": "/d/x/y"}]));
         make_nested_mountpoints("a", tmp.path(), &p).expect("make");
         assert!(tmp.path().join("x/y").is_dir());
     }

@@ -90,7 +90,11 @@ fn walk_deep(root: &Path, f: &mut dyn FnMut(&Path, &fs::Metadata)) -> io::Result
     walk(root, &meta, f)
 }
 
-fn walk(path: &Path, meta: &fs::Metadata, f: &mut dyn FnMut(&Path, &fs::Metadata)) -> io::Result<()> {
+fn walk(
+    path: &Path,
+    meta: &fs::Metadata,
+    f: &mut dyn FnMut(&Path, &fs::Metadata),
+) -> io::Result<()> {
     if meta.is_dir() {
         for entry in fs::read_dir(path)? {
             let child = entry?.path();
@@ -116,7 +120,8 @@ mod tests {
         let root = tmp.path();
         fs::create_dir(root.join("sub")).expect("mkdir");
         fs::write(root.join("sub/file"), b"x").expect("write");
-        fs::set_permissions(root.join("sub/file"), fs::Permissions::from_mode(0o600)).expect("chmod");
+        fs::set_permissions(root.join("sub/file"), fs::Permissions::from_mode(0o600))
+            .expect("chmod");
         fs::set_permissions(root.join("sub"), fs::Permissions::from_mode(0o700)).expect("chmod");
         fs::set_permissions(root, fs::Permissions::from_mode(0o700)).expect("chmod");
         std::os::unix::fs::symlink("sub/file", root.join("link")).expect("symlink");
@@ -163,7 +168,8 @@ mod tests {
         assert_eq!(mode(&t.path().join("sub/file")), 0o660);
         // Root matches now; a later change below it is left alone.
         assert!(!requires_permission_change(t.path(), 1234, false));
-        fs::set_permissions(t.path().join("sub/file"), fs::Permissions::from_mode(0o600)).expect("chmod");
+        fs::set_permissions(t.path().join("sub/file"), fs::Permissions::from_mode(0o600))
+            .expect("chmod");
         set_volume_ownership(t.path(), false, Some(1234), Some("OnRootMismatch")).expect("ok");
         assert_eq!(mode(&t.path().join("sub/file")), 0o600, "skipped");
         // Always walks.
