@@ -63,7 +63,8 @@ async fn containers_read_volumes_and_see_updates() {
                 {"name": "scratch", "mountPath": "/scratch"},
                 {"name": "scratch", "mountPath": "/work", "subPath": "made/by/kubelet"},
                 {"name": "host", "mountPath": "/host"},
-                {"name": "info", "mountPath": "/info"}
+                {"name": "info", "mountPath": "/info"},
+                {"name": "scratch", "mountPath": "/per-pod", "subPathExpr": "$(POD_NAME)"}
             ]}],
             "volumes": [
                 {"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 420}},
@@ -103,7 +104,9 @@ async fn containers_read_volumes_and_see_updates() {
             volumes: &volumes,
             base: Default::default(),
             block_devices: vec![],
-            envs: vec![],
+            envs: vec![kubelet::kubelet::container::EnvVar::new(
+                "POD_NAME", "reader",
+            )],
             node_hosts: None,
         },
     )
@@ -160,6 +163,7 @@ async fn containers_read_volumes_and_see_updates() {
         ),
         ("echo data > /scratch/f && cat /scratch/f", Ok("data")),
         ("echo w > /work/f && cat /work/f", Ok("w")),
+        ("echo e > /per-pod/f && cat /per-pod/f", Ok("e")),
         ("touch /cfg/new", Err(())),
         ("touch /sec/new", Err(())),
     ];

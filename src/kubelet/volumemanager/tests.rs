@@ -308,3 +308,45 @@ async fn missing_config_map_times_out_with_go_text_and_failed_mount_events() {
     assert!((5..=12).contains(&failed), "{failed} FailedMount events");
     shutdown(r.tasks).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_path_type_failure_is_a_failed_mount_event() {
+    let r = rig();
+    let mut events = r.vm.take_events().expect("events");
+    let file = r.root.join("a-file");
+    std::fs::write(&file, b"x").expect("file");
+    let file = file.to_string_lossy().into_owned();
+    let p = pod(
+        "u5",
+        json!([{"name": "h", "hostPath": {"path": file, "type": "Directory"}},
+               {"name": "ok", "hostPath": {"path": file, "type": "File"}}]),
+        json!([{"name": "h", "mountPath": "/h"}, {"name": "ok", "mountPath": "/ok"}]),
+    );
+    r.pods.set(vec![p.clone()]);
+    let ev = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let e = events.recv().await.expect("event");
+            if e.reason == FAILED_MOUNT {
+                return e;
+            }
+        }
+    })
+    .await
+    .expect("FailedMount");
+    assert_eq!(ev.volume, "h");
+    assert_eq!(
+        ev.message,
+        format!(
+            "MountVolume.SetUp failed for volume \"h\" : hostPath type check failed: {file} is not a directory"
+        )
+    );
+    eventually("the good hostPath", || {
+        r.vm.get_mounted_volumes_for_pod("u5").contains_key("ok")
+    })
+    .await;
+    let vols = r.vm.get_mounted_volumes_for_pod("u5");
+    assert_eq!(vols["ok"].host_path, file);
+    assert!(!vols["ok"].read_only && !vols["ok"].selinux_relabel);
+    assert!(!vols.contains_key("h"));
+    shutdown(r.tasks).await;
+}

@@ -466,3 +466,54 @@ bogus line
         assert!(!f.exists());
     }
 }
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    #[test]
+    fn make_rshared_bind_mounts_a_private_dir_once() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("SKIPPED make_rshared_bind_mounts_a_private_dir_once: needs root");
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("tmp");
+        // A private mount to start from: a tmpfs with private propagation.
+        let base = tmp.path().join("base");
+        std::fs::create_dir(&base).expect("mkdir");
+        SystemMounter
+            .mount("tmpfs", &base, "tmpfs", &["size=1m".to_string()])
+            .expect("tmpfs");
+        nix::mount::mount(
+            None::<&str>,
+            &base,
+            None::<&str>,
+            MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .expect("private");
+        let root = base.join("kubelet");
+        std::fs::create_dir(&root).expect("mkdir");
+        let info = |p: &Path| {
+            SystemMounter
+                .list()
+                .expect("list")
+                .into_iter()
+                .filter(|m| m.mount_point == p)
+                .collect::<Vec<_>>()
+        };
+        make_rshared(&root, &SystemMounter).expect("rshared");
+        let mounts = info(&root);
+        assert_eq!(mounts.len(), 1, "bind-mounted on itself");
+        assert!(
+            mounts[0]
+                .optional_fields
+                .iter()
+                .any(|f| f.starts_with("shared:"))
+        );
+        make_rshared(&root, &SystemMounter).expect("again");
+        assert_eq!(info(&root).len(), 1, "already shared: nothing more");
+        SystemMounter.unmount(&root).expect("umount root");
+        SystemMounter.unmount(&base).expect("umount base");
+    }
+}
