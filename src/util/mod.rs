@@ -10,3 +10,5 @@ pub mod rlimit;
 pub mod signals;
 pub mod swap;
 pub mod systemd;
+pub mod validation;
+pub mod yaml;
