@@ -674,5 +674,106 @@ async fn failed_mount_of_a_missing_config_map_is_reported() {
     api.cleanup().await;
 }
 
+/// The files the volumes lay out under `<root>/pods/<uid>` (regular
+/// files and links to them, empty directories with a trailing `/`, not
+/// `..data`), as `layout.txt` lists them, timestamped dirs as `..<ts>`.
+fn volume_layout(pod_dir: &Path, label: &str) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        let entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        if entries.is_empty() {
+            out.push(format!("{}/", dir.strip_prefix(base).unwrap().display()));
+        }
+        for e in entries {
+            let p = e.path();
+            if e.file_name() == "..data" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                walk(base, &p, out);
+            } else if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
+                out.push(p.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for top in ["plugins", "volumes"] {
+        walk(pod_dir, &pod_dir.join(top), &mut out);
+    }
+    let mut out: Vec<String> = out
+        .into_iter()
+        .map(|l| format!("pods/<uid:{label}>/{}", normalize_ts(&l)))
+        .collect();
+    out.sort();
+    out
+}
+
+fn normalize_ts(line: &str) -> String {
+    line.split('/')
+        .map(|c| if c.starts_with("..20") { "..<ts>" } else { c })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_pods_lay_out_volumes_as_the_go_kubelet() {
+    if !root_or_skip("reference_pods_lay_out_volumes_as_the_go_kubelet") {
+        return;
+    }
+    let api = TestApi::start().await;
+    let ns = api.create_namespace("refpack").await;
+    let client = api.admin_client().await;
+    Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .create(
+            &PostParams::default(),
+            &obj(json!({"metadata": {"name": "cfg"}, "data": {"greeting": "hello"}})),
+        )
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let _guard = MountGuard(root.clone());
+    let k = start_kubelet(&root, Some(client.clone()));
+    let reference = include_str!("fixtures/go-kubelet-examples/layout.txt");
+    for label in ["guaranteed", "burstable", "besteffort"] {
+        let text = std::fs::read_to_string(support::repo_root().join(format!(
+            "tests/fixtures/go-kubelet-examples/pod-{label}.json"
+        )))
+        .unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v.as_object_mut().unwrap().remove("status");
+        v["metadata"] = json!({"name": label, "namespace": ns, "labels": v["metadata"]["labels"]});
+        let pod: Pod = obj(v);
+        let pod = Arc::new(
+            Api::<Pod>::namespaced(client.clone(), &ns)
+                .create(&PostParams::default(), &pod)
+                .await
+                .unwrap(),
+        );
+        k.pods.add_pod(pod.clone());
+        k.vm.wait_for_attach_and_mount(&pod).await.expect("mounted");
+        let uid = pod.metadata.uid.clone().unwrap();
+        let got = volume_layout(&root.join(format!("pods/{uid}")), label);
+        let mut want: Vec<String> = reference
+            .lines()
+            .filter(|l| {
+                l.starts_with(&format!("pods/<uid:{label}>/plugins/"))
+                    || l.starts_with(&format!("pods/<uid:{label}>/volumes/"))
+            })
+            .map(normalize_ts)
+            .collect();
+        want.sort();
+        assert!(want.len() >= 4, "{label}: the reference lists the volume files");
+        assert_eq!(got, want, "{label}");
+        k.remove_pod(&pod).await;
+    }
+    assert!(mounts_under(&root).is_empty());
+    k.stop().await;
+    api.cleanup().await;
+}
+
 #[path = "volumes/containers.rs"]
 mod containers;
