@@ -193,20 +193,24 @@ async fn containers_read_volumes_and_see_updates() {
     k.vm.wait_for_attach_and_mount(&pod).await.expect("resync");
     let mut seen = String::new();
     for _ in 0..100 {
-        seen = exec(&rt, &id, "cat /cfg/greeting").await.unwrap();
-        if seen == "bonjour" {
+        // The content, the link it came through and the versions present.
+        seen = exec(
+            &rt,
+            &id,
+            "echo $(cat /cfg/greeting) $(readlink /cfg/..data) $(ls -d /cfg/..20* | wc -l)",
+        )
+        .await
+        .unwrap();
+        if seen.starts_with("bonjour ") && seen.ends_with(" 1") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(seen, "bonjour");
-    let after = exec(&rt, &id, "readlink /cfg/..data").await.unwrap();
-    assert_ne!(before, after, "..data was swapped");
-    assert_eq!(
-        exec(&rt, &id, "ls -d /cfg/..20* | wc -l").await.unwrap(),
-        "1",
-        "one version visible"
-    );
+    let parts: Vec<&str> = seen.split(' ').collect();
+    assert_eq!(parts.len(), 3, "{seen}");
+    assert_eq!(parts[0], "bonjour");
+    assert_ne!(parts[1], before, "..data was swapped");
+    assert_eq!(parts[2], "1", "the old version is gone");
     // subPath mounts pin the file they bound, as with the Go kubelet.
     assert_eq!(
         exec(&rt, &id, "cat /sub/greeting").await.as_deref(),
