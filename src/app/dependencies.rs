@@ -28,9 +28,7 @@ use crate::util::swap::SwapCheck;
 pub enum DependenciesError {
     #[error("failed to parse {field}: {reason}")]
     Field { field: &'static str, reason: String },
-    #[error(
-        "bad --node-ip {0:?}; must contain either a single IP or a dual-stack pair of IPs"
-    )]
+    #[error("bad --node-ip {0:?}; must contain either a single IP or a dual-stack pair of IPs")]
     NodeIp(String),
     #[error("dual-stack --node-ip {0:?} cannot include '0.0.0.0' or '::'")]
     NodeIpUnspecified(String),
@@ -50,7 +48,16 @@ pub struct Dependencies {
     pub clock: Arc<dyn Clock>,
     /// The node's hosts file, copied into host-network pods.
     pub node_hosts_file: PathBuf,
+    /// Where pod logs go (`/var/log/pods`).
+    pub pod_logs_root: PathBuf,
+    /// Where the per-container log symlinks go (`/var/log/containers`).
+    pub container_logs_dir: PathBuf,
 }
+
+/// Moves both log directories under one root (`<root>/pods`,
+/// `<root>/containers`): a test and bench seam, so runs on a shared machine
+/// leave nothing in /var/log.
+pub const LOG_ROOT_ENV: &str = "KUBELET_RS_LOG_ROOT";
 
 impl std::fmt::Debug for Dependencies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,7 +78,29 @@ impl Dependencies {
             machine_info: Arc::new(HostMachineInfo::default()),
             clock: Arc::new(RealClock),
             node_hosts_file: PathBuf::from("/etc/hosts"),
+            pod_logs_root: PathBuf::from(
+                crate::kubelet::kuberuntime::log_paths::POD_LOGS_ROOT_DIRECTORY,
+            ),
+            container_logs_dir: PathBuf::from(
+                crate::kubelet::kuberuntime::log_paths::LEGACY_CONTAINER_LOGS_DIR,
+            ),
         }
+        .with_log_root_from_env()
+    }
+
+    /// Applies [`LOG_ROOT_ENV`] when set.
+    pub fn with_log_root_from_env(mut self) -> Self {
+        if let Some(root) = std::env::var_os(LOG_ROOT_ENV).filter(|v| !v.is_empty()) {
+            let root = PathBuf::from(root);
+            self.pod_logs_root = root.join("pods");
+            self.container_logs_dir = root.join("containers");
+        }
+        self
+    }
+
+    /// (pod logs root, container logs directory).
+    pub fn log_dirs(&self) -> (PathBuf, PathBuf) {
+        (self.pod_logs_root.clone(), self.container_logs_dir.clone())
     }
 }
 
@@ -112,7 +141,9 @@ fn parse_resource_list(
     Ok(out)
 }
 
-fn parse_qos_reserved(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, i64>, DependenciesError> {
+fn parse_qos_reserved(
+    map: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, i64>, DependenciesError> {
     let mut out = BTreeMap::new();
     for (name, value) in map {
         let pct = value
@@ -129,14 +160,20 @@ fn parse_qos_reserved(map: &BTreeMap<String, String>) -> Result<BTreeMap<String,
 }
 
 /// The container manager's configuration from the kubelet's (run()).
-pub fn node_config(server: &KubeletServer, node_name: &str) -> Result<NodeConfig, DependenciesError> {
+pub fn node_config(
+    server: &KubeletServer,
+    node_name: &str,
+) -> Result<NodeConfig, DependenciesError> {
     let c = &server.config;
     let gate = &server.feature_gate;
     let driver = match c.cgroup_driver.as_str() {
         "systemd" => CgroupDriver::Systemd,
         _ => CgroupDriver::Cgroupfs,
     };
-    let thresholds = if server.flags.experimental_node_allocatable_ignore_eviction_threshold {
+    let thresholds = if server
+        .flags
+        .experimental_node_allocatable_ignore_eviction_threshold
+    {
         Vec::new()
     } else {
         parse_threshold_config(
@@ -239,6 +276,11 @@ mod tests {
         let mut bad = crate::apis::config::types::KubeletConfiguration::v1beta1_defaults();
         bad.qos_reserved = [("memory".to_string(), "lots".to_string())].into();
         let server = KubeletServer::new(Default::default(), bad, Default::default());
-        assert!(node_config(&server, "n").unwrap_err().to_string().contains("qosReserved"));
+        assert!(
+            node_config(&server, "n")
+                .unwrap_err()
+                .to_string()
+                .contains("qosReserved")
+        );
     }
 }

@@ -8,6 +8,7 @@ pub mod command;
 pub mod dependencies;
 pub mod options;
 pub mod run;
+pub mod run_kubelet;
 pub mod server;
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! they disagree: a desired, active pod the workers never saw is dispatched
 //! (and logged), and anything running that no worker owns is killed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -175,16 +175,22 @@ impl Housekeeping {
 
         if self.cgroups_per_qos {
             crate::vlog!(3, "Clean up orphaned pod cgroups");
-            let volumes = self.volumes.clone();
-            let keep = self.keep_terminated_pod_volumes;
-            let exists = move |uid: &str| !keep && volumes.pod_volumes_exist(uid);
+            let mut with_volumes = HashSet::new();
+            if !self.keep_terminated_pod_volumes {
+                for uid in cgroup_pods
+                    .keys()
+                    .filter(|u| !possibly_running.contains(*u))
+                {
+                    if self.volumes.pod_volumes_exist(uid).await {
+                        with_volumes.insert(uid.clone());
+                    }
+                }
+            }
+            let exists = move |uid: &str| with_volumes.contains(uid);
+            let possibly: BTreeSet<String> = possibly_running.iter().cloned().collect();
             let done = self
                 .pod_container_manager
-                .cleanup_orphaned(
-                    &cgroup_pods,
-                    &possibly_running.iter().cloned().collect(),
-                    &exists,
-                )
+                .cleanup_orphaned(&cgroup_pods, &possibly, &exists)
                 .await;
             report.cgroups_destroyed = done.destroyed;
         }

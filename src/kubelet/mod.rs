@@ -1,5 +1,6 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
 
+pub mod build;
 pub mod config;
 pub mod container;
 pub mod envvars;
@@ -17,6 +18,8 @@ pub mod pod_sync;
 pub mod pod_workers;
 pub mod prober;
 pub mod qos;
+pub mod run;
+pub mod runonce;
 pub mod runtime_helper;
 pub mod server;
 pub mod status;

@@ -17,7 +17,6 @@ mod seams;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -29,6 +28,7 @@ use crate::kubelet::container::helpers::is_host_network_pod;
 use crate::kubelet::container::{
     ContainerState, PodStatus, PodSyncResult, RunningContainer, RunningPod, Runtime, format_pod,
 };
+use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_workers::events::reasons;
 use crate::kubelet::pod_workers::{
     EventType, NETWORK_NOT_READY_ERROR_MSG, PodEventRecorder, PodStatusFn, PodSyncError,
@@ -61,32 +61,16 @@ pub struct PodSyncer {
     pub secrets: Arc<dyn PullSecrets>,
     pub recorder: Arc<dyn PodEventRecorder>,
     pub soft_admission: Arc<SoftAdmission>,
-    /// `--root-dir`: pods live in `<root>/pods/<uid>`.
-    pub root_dir: PathBuf,
+    /// The layout under `--root-dir`.
+    pub dirs: PodDirs,
 }
 
-/// `<root>/pods/<uid>` and the volumes and plugins directories in it.
-pub fn pod_data_dirs(root: &Path, uid: &str) -> [PathBuf; 3] {
-    let pod_dir = root.join("pods").join(uid);
-    [pod_dir.join("volumes"), pod_dir.join("plugins"), pod_dir]
-}
-
-/// Creates the pod's data directories (mode 0750) (makePodDataDirs).
-async fn make_pod_data_dirs(root: &Path, uid: &str) -> Result<(), String> {
-    let dirs = pod_data_dirs(root, uid);
-    tokio::task::spawn_blocking(move || {
-        use std::os::unix::fs::DirBuilderExt;
-        for dir in dirs.iter().rev() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o750)
-                .create(dir)
-                .map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        }
-        Ok(())
-    })
-    .await
-    .map_err(|e| format!("making pod data directories: {e}"))?
+/// Creates the pod's data directories (makePodDataDirs).
+async fn make_pod_data_dirs(dirs: &PodDirs, uid: &str) -> Result<(), String> {
+    let (dirs, uid) = (dirs.clone(), uid.to_string());
+    tokio::task::spawn_blocking(move || dirs.make_pod_data_dirs(&uid).map_err(|e| e.to_string()))
+        .await
+        .map_err(|e| format!("making pod data directories: {e}"))?
 }
 
 /// The runtime's view of what runs of a pod, from its status
@@ -305,7 +289,7 @@ impl PodSyncHandler for PodSyncer {
             self.ensure_pod_cgroup(pod, &status, api_running).await?;
         }
 
-        if let Err(e) = make_pod_data_dirs(&self.root_dir, Self::uid(pod)).await {
+        if let Err(e) = make_pod_data_dirs(&self.dirs, Self::uid(pod)).await {
             self.event(
                 pod,
                 EventType::Warning,

@@ -62,7 +62,11 @@ impl KubeletRuntimeHelper {
     }
 
     async fn node_hosts(&self, pod: &Pod) -> Option<String> {
-        let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
         if !host_network {
             return None;
         }

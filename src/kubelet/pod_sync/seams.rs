@@ -19,7 +19,7 @@ pub trait PodVolumes: Send + Sync + 'static {
     /// Waits until every volume of the terminated pod is unmounted.
     async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), String>;
     /// Whether the pod still has volume directories (or mounts) on disk.
-    fn pod_volumes_exist(&self, uid: &str) -> bool;
+    async fn pod_volumes_exist(&self, uid: &str) -> bool;
     /// The pod's mounted volumes, for its containers' mounts.
     fn get_mounted_volumes_for_pod(&self, uid: &str) -> VolumeMap;
     /// Supplemental groups the pod's volumes ask for (GID annotations).

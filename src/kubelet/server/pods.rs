@@ -40,14 +40,24 @@ fn go_style_pod(pod: &Pod) -> Value {
     };
     obj.remove("apiVersion");
     obj.remove("kind");
-    if let Some(meta) = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new())).as_object_mut() {
+    if let Some(meta) = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+    {
         set_null_if_absent(meta, "creationTimestamp");
     }
     if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
         for list in ["initContainers", "containers"] {
-            for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+            for c in spec
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
                 if let Some(c) = c.as_object_mut() {
-                    c.entry("resources").or_insert_with(|| Value::Object(Map::new()));
+                    c.entry("resources")
+                        .or_insert_with(|| Value::Object(Map::new()));
                 }
             }
         }
@@ -101,7 +111,11 @@ pub fn pods_handler(provider: Arc<dyn PodsProvider>) -> Arc<dyn Handler> {
             if !method_allowed(&req) {
                 return http_error(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");
             }
-            respond(StatusCode::OK, APPLICATION_JSON, encode_pod_list(&provider.get_pods()))
+            respond(
+                StatusCode::OK,
+                APPLICATION_JSON,
+                encode_pod_list(&provider.get_pods()),
+            )
         }
     })
 }
@@ -188,14 +202,28 @@ mod tests {
         let item = &v["items"][0];
         assert!(item.get("kind").is_none() && item.get("apiVersion").is_none());
         assert_eq!(item["metadata"]["creationTimestamp"], Value::Null);
-        assert!(item["metadata"].as_object().unwrap().contains_key("creationTimestamp"));
-        assert_eq!(item["spec"]["containers"][0]["resources"], serde_json::json!({}));
-        assert_eq!(item["status"]["conditions"][0]["lastProbeTime"], Value::Null);
+        assert!(
+            item["metadata"]
+                .as_object()
+                .unwrap()
+                .contains_key("creationTimestamp")
+        );
+        assert_eq!(
+            item["spec"]["containers"][0]["resources"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            item["status"]["conditions"][0]["lastProbeTime"],
+            Value::Null
+        );
         assert_eq!(item["status"]["phase"], "Running");
 
         let empty = pods_handler(Arc::new(Fixed(vec![])));
         let (_, body) = get(&empty, Method::GET).await;
-        assert_eq!(body, "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":null}\n");
+        assert_eq!(
+            body,
+            "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":null}\n"
+        );
         assert_eq!(get(&empty, Method::POST).await.0, 405);
     }
 

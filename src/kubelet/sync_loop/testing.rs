@@ -331,7 +331,7 @@ impl PodVolumes for FakeVolumes {
         self.existing.lock().unwrap().remove(&uid(pod));
         Ok(())
     }
-    fn pod_volumes_exist(&self, uid: &str) -> bool {
+    async fn pod_volumes_exist(&self, uid: &str) -> bool {
         self.existing.lock().unwrap().contains(uid)
     }
     fn get_mounted_volumes_for_pod(&self, _uid: &str) -> crate::kubelet::kuberuntime::VolumeMap {
@@ -487,7 +487,7 @@ impl Stack {
             secrets: Arc::new(crate::kubelet::pod_sync::NoSecretManager),
             recorder: events.clone(),
             soft_admission: Arc::new(super::admission::SoftAdmission::with_apparmor(apparmor)),
-            root_dir: root.path().to_path_buf(),
+            dirs: crate::kubelet::pod_dirs::PodDirs::new(root.path()),
         });
         let cache = Arc::new(crate::kubelet::container::PodCache::new());
         let work_queue = Arc::new(crate::kubelet::pod_workers::WorkQueue::new(clock.clone()));
