@@ -26,7 +26,8 @@ use crate::kubelet::server::auth::{
 };
 use crate::kubelet::server::tls::{TlsParams, initialize_tls};
 use crate::util::lifecycle::TaskSet;
-use crate::util::lockfile::{LockFileParams, obtain};
+use crate::kubelet::run::Running;
+use crate::util::lockfile::{KubeletLock, LockFileParams, obtain};
 use crate::util::node_name::{get_hostname, node_name};
 use crate::util::signals::ShutdownSignals;
 use crate::version;
@@ -82,21 +83,63 @@ fn non_empty(s: &str) -> Option<PathBuf> {
 }
 
 /// run() over the given host seams; returns when `stop` is cancelled (or
-/// the lock is contended, or a runonce pass ends).
+/// the lock is contended, or a runonce pass ends). A stop request during
+/// start-up ends start-up at once.
 pub async fn run_with(
     server: Arc<KubeletServer>,
     deps: Dependencies,
     stop: CancellationToken,
 ) -> Result<(), RunError> {
-    let c = &server.config;
-    tracing::info!(version = %version::git_version(), "Kubelet version");
+    tracing::info!(kubelet_version = %version::git_version(), "Kubelet version");
+    let tasks = TaskSet::new();
+    let started = tokio::select! {
+        biased;
+        _ = stop.cancelled() => {
+            shutdown(tasks).await;
+            return Ok(());
+        }
+        r = start_up(&server, &deps, &tasks) => r,
+    };
+    let (mut lock, mut running) = match started {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            shutdown(tasks).await;
+            return Ok(());
+        }
+        Err(e) => {
+            shutdown(tasks).await;
+            return Err(e);
+        }
+    };
+    let contended = lock.contended();
+    let result = tokio::select! {
+        _ = stop.cancelled() => Ok(()),
+        _ = contended => {
+            tracing::info!("Lock file contention detected, exiting");
+            Ok(())
+        }
+        fatal = running.fatal.recv() => match fatal {
+            Some(e) => Err(RunError::Fatal(e)),
+            None => Ok(()),
+        },
+    };
+    shutdown(tasks).await;
+    drop(lock);
+    result
+}
 
-    let mut lock = obtain(&LockFileParams {
+/// Everything up to the running kubelet; `None` after a runonce pass.
+async fn start_up(
+    server: &Arc<KubeletServer>,
+    deps: &Dependencies,
+    tasks: &TaskSet,
+) -> Result<Option<(KubeletLock, Running)>, RunError> {
+    let c = &server.config;
+    let lock = obtain(&LockFileParams {
         path: non_empty(&server.flags.lock_file_path),
         exit_on_contention: server.flags.exit_on_lock_contention,
     })
     .await?;
-    let contended = lock.contended();
 
     let configz = Configz::new();
     let registered = configz
@@ -138,20 +181,11 @@ pub async fn run_with(
     let authorizer = build_authorizer(&c.authorization.mode, None)?;
     let kubelet_auth = KubeletAuth::new(authenticator, authorizer, node.clone());
 
-    let tls_params = TlsParams {
-        cert_file: non_empty(&c.tls_cert_file),
-        private_key_file: non_empty(&c.tls_private_key_file),
-        cert_dir: PathBuf::from(&server.flags.cert_directory),
-        hostname: hostname.clone(),
-        server_tls_bootstrap: c.server_tls_bootstrap,
-        min_version: c.tls_min_version.clone(),
-        cipher_suites: c.tls_cipher_suites.clone(),
-        client_ca_file: non_empty(&auth.x509.client_ca_file),
-    };
+    let tls_params = tls_params(server, &hostname);
     let tls = tokio::task::spawn_blocking(move || initialize_tls(&tls_params)).await??;
 
     deps.swap.check(c.fail_swap_on).await?;
-    let node_config = node_config(&server, &node)?;
+    let node_config = node_config(server, &node)?;
     let (machine, host) = (deps.machine_info.clone(), deps.host_paths.clone());
     let container_manager: Arc<dyn ContainerManager> = Arc::new(
         tokio::task::spawn_blocking(move || {
@@ -162,10 +196,7 @@ pub async fn run_with(
     );
 
     if !deps.oom.apply_to_self(c.oom_score_adj).await {
-        tracing::info!(
-            oom_score_adj = c.oom_score_adj,
-            "Failed to ApplyOOMScoreAdj"
-        );
+        tracing::info!(oom_score_adj = c.oom_score_adj, "Failed to ApplyOOMScoreAdj");
     }
 
     let runtime_services = connect_runtime_services(
@@ -177,13 +208,12 @@ pub async fn run_with(
     .map_err(RunError::Cri)?;
 
     let node_ips = parse_node_ips(&server.flags.node_ip)?;
-    let tasks = TaskSet::new();
     if let Some(bundle) = &client_ca {
-        bundle.start_reloader(&tasks, CA_RELOAD_PERIOD);
+        bundle.start_reloader(tasks, CA_RELOAD_PERIOD);
     }
     let outcome = run_kubelet(RunKubeletParams {
         server: server.clone(),
-        deps: &deps,
+        deps,
         node_name: node.clone(),
         hostname,
         node_ips,
@@ -192,12 +222,12 @@ pub async fn run_with(
         configz,
         tls,
         auth: kubelet_auth,
-        tasks: &tasks,
+        tasks,
     })
-    .await;
-    let mut running = match outcome {
-        Ok(RunOutcome::Started(running)) => running,
-        Ok(RunOutcome::RanOnce(results)) => {
+    .await?;
+    let running = match outcome {
+        RunOutcome::Started(running) => running,
+        RunOutcome::RanOnce(results) => {
             for r in &results {
                 tracing::info!(
                     pod = %crate::kubelet::container::format_pod(&r.pod),
@@ -205,12 +235,7 @@ pub async fn run_with(
                     "Pod status"
                 );
             }
-            shutdown(tasks).await;
-            return Ok(());
-        }
-        Err(e) => {
-            shutdown(tasks).await;
-            return Err(e.into());
+            return Ok(None);
         }
     };
 
@@ -223,26 +248,37 @@ pub async fn run_with(
             &Healthz::new(),
         )?;
         if let Some(h) = healthz {
-            h.start(&tasks);
+            h.start(tasks);
         }
     }
 
     crate::util::systemd::notify_started();
+    Ok(Some((lock, running)))
+}
 
-    let result = tokio::select! {
-        _ = stop.cancelled() => Ok(()),
-        _ = contended => {
-            tracing::info!("Lock file contention detected, exiting");
-            Ok(())
-        }
-        fatal = running.fatal.recv() => match fatal {
-            Some(e) => Err(RunError::Fatal(e)),
-            None => Ok(()),
-        },
+/// The TLS inputs. The cert-dir pair KubeletServer fills in when nothing
+/// was configured counts as unconfigured, so it is generated when absent.
+fn tls_params(server: &KubeletServer, hostname: &str) -> TlsParams {
+    let c = &server.config;
+    let dir = PathBuf::from(&server.flags.cert_directory);
+    let defaulted = !c.server_tls_bootstrap
+        && PathBuf::from(&c.tls_cert_file) == dir.join("kubelet.crt")
+        && PathBuf::from(&c.tls_private_key_file) == dir.join("kubelet.key");
+    let (cert, key) = if defaulted {
+        (None, None)
+    } else {
+        (non_empty(&c.tls_cert_file), non_empty(&c.tls_private_key_file))
     };
-    shutdown(tasks).await;
-    drop(lock);
-    result
+    TlsParams {
+        cert_file: cert,
+        private_key_file: key,
+        cert_dir: dir,
+        hostname: hostname.to_string(),
+        server_tls_bootstrap: c.server_tls_bootstrap,
+        min_version: c.tls_min_version.clone(),
+        cipher_suites: c.tls_cipher_suites.clone(),
+        client_ca_file: non_empty(&c.authentication.x509.client_ca_file),
+    }
 }
 
 async fn shutdown(tasks: TaskSet) {
