@@ -35,7 +35,9 @@ fn ports(base: u16) -> Ports {
 }
 
 fn manifest(name: &str, spec: &str) -> String {
-    format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n{spec}")
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n{spec}"
+    )
 }
 
 /// A manifest dropped in runs; an edit recreates it under a new UID; a
@@ -111,9 +113,13 @@ async fn manifest_lifecycle_edit_and_graceful_removal() {
 
     // Edit: a new UID, the old pod killed, the new one running.
     dirs.write_manifest("web.yaml", &manifest("web", &spec("b")));
-    let second = wait_pod(p.read_only, "web-e2e-node", RUNNING, "the edited pod running", |pod| {
-        uid(pod) != uid(&first) && phase(pod) == "Running" && is_running(pod, "polite")
-    })
+    let second = wait_pod(
+        p.read_only,
+        "web-e2e-node",
+        RUNNING,
+        "the edited pod running",
+        |pod| uid(pod) != uid(&first) && phase(pod) == "Running" && is_running(pod, "polite"),
+    )
     .await;
     let rt = cri(&rig).await;
     support::eventually(Duration::from_secs(30), || {
@@ -143,7 +149,9 @@ async fn manifest_lifecycle_edit_and_graceful_removal() {
         let uid2 = uid2.clone();
         async move {
             let cs = cri_containers(&rt, &uid2).await;
-            let s = cs.iter().find(|c| c.metadata.as_ref().is_some_and(|m| m.name == "stubborn"))?;
+            let s = cs
+                .iter()
+                .find(|c| c.metadata.as_ref().is_some_and(|m| m.name == "stubborn"))?;
             (s.state == kubelet::cri::api::ContainerState::ContainerExited as i32)
                 .then(|| s.id.clone())
         }
@@ -199,7 +207,10 @@ async fn back_off_restart_policies_and_init_containers() {
     dirs.write_manifest("crash.yaml", &one("crash", "Always", "exit 1"));
     dirs.write_manifest("never-ok.yaml", &one("never-ok", "Never", "exit 0"));
     dirs.write_manifest("never-fail.yaml", &one("never-fail", "Never", "exit 3"));
-    dirs.write_manifest("onfailure.yaml", &one("onfailure", "OnFailure", "sleep 1; exit 1"));
+    dirs.write_manifest(
+        "onfailure.yaml",
+        &one("onfailure", "OnFailure", "sleep 1; exit 1"),
+    );
     let with_init = |name: &str, policy: &str, init2: &str| {
         manifest(
             name,
@@ -227,14 +238,27 @@ async fn back_off_restart_policies_and_init_containers() {
             ),
         )
     };
-    dirs.write_manifest("init-ok.yaml", &with_init("init-ok", "Always", "echo two >> /work/order"));
-    dirs.write_manifest("init-never.yaml", &with_init("init-never", "Never", "exit 2"));
-    dirs.write_manifest("init-always.yaml", &with_init("init-always", "Always", "exit 2"));
+    dirs.write_manifest(
+        "init-ok.yaml",
+        &with_init("init-ok", "Always", "echo two >> /work/order"),
+    );
+    dirs.write_manifest(
+        "init-never.yaml",
+        &with_init("init-never", "Never", "exit 2"),
+    );
+    dirs.write_manifest(
+        "init-always.yaml",
+        &with_init("init-always", "Always", "exit 2"),
+    );
 
     let ro = p.read_only;
-    let ok = wait_pod(ro, "init-ok-e2e-node", RUNNING, "Running after both inits", |pod| {
-        phase(pod) == "Running" && is_running(pod, "app")
-    })
+    let ok = wait_pod(
+        ro,
+        "init-ok-e2e-node",
+        RUNNING,
+        "Running after both inits",
+        |pod| phase(pod) == "Running" && is_running(pod, "app"),
+    )
     .await;
     let inits: Vec<(String, i32, String)> = ok
         .status
@@ -273,7 +297,11 @@ async fn back_off_restart_policies_and_init_containers() {
         .lines()
         .filter_map(|l| l.splitn(4, ' ').nth(3))
         .collect();
-    assert_eq!(lines, ["one", "two"], "init containers ran in order: {text}");
+    assert_eq!(
+        lines,
+        ["one", "two"],
+        "init containers ran in order: {text}"
+    );
 
     let never_ok = wait_pod(ro, "never-ok-e2e-node", RUNNING, "Succeeded", |pod| {
         phase(pod) == "Succeeded"
@@ -284,7 +312,13 @@ async fn back_off_restart_policies_and_init_containers() {
         phase(pod) == "Failed"
     })
     .await;
-    let t = container(&never_fail, "main").unwrap().state.clone().unwrap().terminated.unwrap();
+    let t = container(&never_fail, "main")
+        .unwrap()
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
     assert_eq!((t.exit_code, t.reason.as_deref()), (3, Some("Error")));
     let rt = cri(&rig).await;
     // A finished pod's sandbox is stopped.
@@ -307,12 +341,19 @@ async fn back_off_restart_policies_and_init_containers() {
     .await
     .expect("sandbox of a finished pod stopped");
 
-    let init_never = wait_pod(ro, "init-never-e2e-node", RUNNING, "Failed by its init", |pod| {
-        phase(pod) == "Failed"
-    })
+    let init_never = wait_pod(
+        ro,
+        "init-never-e2e-node",
+        RUNNING,
+        "Failed by its init",
+        |pod| phase(pod) == "Failed",
+    )
     .await;
     let app = container(&init_never, "app").unwrap();
-    assert!(app.state.as_ref().unwrap().terminated.is_some() || app.state.as_ref().unwrap().waiting.is_some());
+    assert!(
+        app.state.as_ref().unwrap().terminated.is_some()
+            || app.state.as_ref().unwrap().waiting.is_some()
+    );
     assert!(
         cri_containers(&rt, &uid(&init_never))
             .await
@@ -321,9 +362,13 @@ async fn back_off_restart_policies_and_init_containers() {
         "the app container of a pod whose init failed is never created"
     );
 
-    let init_always = wait_pod(ro, "init-always-e2e-node", RUNNING, "its init restarted", |pod| {
-        container(pod, "second").is_some_and(|c| c.restart_count >= 1)
-    })
+    let init_always = wait_pod(
+        ro,
+        "init-always-e2e-node",
+        RUNNING,
+        "its init restarted",
+        |pod| container(pod, "second").is_some_and(|c| c.restart_count >= 1),
+    )
     .await;
     assert_eq!(phase(&init_always), "Pending");
     assert_eq!(
@@ -335,16 +380,21 @@ async fn back_off_restart_policies_and_init_containers() {
         Some("PodInitializing")
     );
 
-    let onfailure = wait_pod(ro, "onfailure-e2e-node", RUNNING, "restarted on failure", |pod| {
-        container(pod, "main").is_some_and(|c| c.restart_count >= 1)
-    })
+    let onfailure = wait_pod(
+        ro,
+        "onfailure-e2e-node",
+        RUNNING,
+        "restarted on failure",
+        |pod| container(pod, "main").is_some_and(|c| c.restart_count >= 1),
+    )
     .await;
     assert_eq!(phase(&onfailure), "Running");
 
     // CrashLoopBackOff: 10 s after the first restart, then 20 s.
     let mut messages = BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(75);
-    while Instant::now() < deadline && !messages.iter().any(|m: &String| m.contains("back-off 20s")) {
+    while Instant::now() < deadline && !messages.iter().any(|m: &String| m.contains("back-off 20s"))
+    {
         if let Some(pod) = pods(ro).remove("crash-e2e-node")
             && let Some(w) = container(&pod, "main")
                 .and_then(|c| c.state.clone())
@@ -357,8 +407,11 @@ async fn back_off_restart_policies_and_init_containers() {
     }
     let ordered: Vec<&String> = messages.iter().collect();
     assert!(
-        ordered.iter().any(|m| m.starts_with("back-off 10s restarting failed container=main pod=crash-e2e-node_default("))
-            && ordered.iter().any(|m| m.starts_with("back-off 20s restarting failed container=main")),
+        ordered.iter().any(|m| m.starts_with(
+            "back-off 10s restarting failed container=main pod=crash-e2e-node_default("
+        )) && ordered
+            .iter()
+            .any(|m| m.starts_with("back-off 20s restarting failed container=main")),
         "back-off 10 s then 20 s: {ordered:?}"
     );
     kubelet.stop().await.expect("clean stop");
@@ -377,7 +430,10 @@ async fn runonce_restart_adoption_and_cri_metadata() {
     let p = ports(21270);
     // The reference best-effort pod (minus its service account volume).
     let reference: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(support::repo_root().join("tests/fixtures/go-kubelet-examples/pod-besteffort.json")).unwrap(),
+        &std::fs::read_to_string(
+            support::repo_root().join("tests/fixtures/go-kubelet-examples/pod-besteffort.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let mut spec = reference["spec"].clone();
@@ -387,7 +443,12 @@ async fn runonce_restart_adoption_and_cri_metadata() {
             c.as_object_mut().unwrap().remove("volumeMounts");
         }
     }
-    for k in ["nodeName", "serviceAccount", "serviceAccountName", "tolerations"] {
+    for k in [
+        "nodeName",
+        "serviceAccount",
+        "serviceAccountName",
+        "tolerations",
+    ] {
         spec.as_object_mut().unwrap().remove(k);
     }
     let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
@@ -405,43 +466,72 @@ async fn runonce_restart_adoption_and_cri_metadata() {
     let sandboxes = rt.list_pod_sandbox(None).await.unwrap();
     assert_eq!(sandboxes.len(), 1);
     let uid = sandboxes[0].metadata.as_ref().unwrap().uid.clone();
-    let before: BTreeSet<String> = cri_containers(&rt, &uid).await.into_iter().map(|c| c.id).collect();
+    let before: BTreeSet<String> = cri_containers(&rt, &uid)
+        .await
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
     assert_eq!(before.len(), 2, "init and app");
 
     let cfg = config(&dirs, &root, p, "");
     for round in 0..2 {
         let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, "e2e-node"), |s| deps(&dirs, s));
-        let pod = wait_pod(p.read_only, "besteffort-e2e-node", RUNNING, "Running", |pod| {
-            phase(pod) == "Running" && is_running(pod, "app")
-        })
+        let pod = wait_pod(
+            p.read_only,
+            "besteffort-e2e-node",
+            RUNNING,
+            "Running",
+            |pod| phase(pod) == "Running" && is_running(pod, "app"),
+        )
         .await;
         assert_eq!(harness::uid(&pod), uid, "the static pod keeps its UID");
-        assert_eq!(container(&pod, "app").unwrap().restart_count, 0, "round {round}");
+        assert_eq!(
+            container(&pod, "app").unwrap().restart_count,
+            0,
+            "round {round}"
+        );
         // Give the kubelet a few sync periods to (wrongly) act.
         tokio::time::sleep(Duration::from_secs(4)).await;
-        let now: BTreeSet<String> = cri_containers(&rt, &uid).await.into_iter().map(|c| c.id).collect();
+        let now: BTreeSet<String> = cri_containers(&rt, &uid)
+            .await
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
         assert_eq!(now, before, "round {round}: nothing restarted or added");
         kubelet.stop().await.expect("clean stop");
     }
 
     // CRI metadata compared with what the Go kubelet sent for this pod.
     let go_sandbox: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(support::repo_root().join("tests/fixtures/go-kubelet-examples/cri-besteffort.sandbox.json")).unwrap(),
+        &std::fs::read_to_string(
+            support::repo_root()
+                .join("tests/fixtures/go-kubelet-examples/cri-besteffort.sandbox.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let status = rt.pod_sandbox_status(&sandboxes[0].id, true).await.unwrap();
     let info: serde_json::Value = serde_json::from_str(status.info.get("info").unwrap()).unwrap();
     let config = &info["config"];
     let keys = |v: &serde_json::Value| -> BTreeSet<String> {
-        v.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+        v.as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
     };
     assert_eq!(keys(&config["labels"]), keys(&go_sandbox["labels"]));
-    assert_eq!(config["labels"]["io.kubernetes.pod.name"], "besteffort-e2e-node");
+    assert_eq!(
+        config["labels"]["io.kubernetes.pod.name"],
+        "besteffort-e2e-node"
+    );
     assert_eq!(config["labels"]["io.kubernetes.pod.namespace"], "refpack");
     let mut want_annotations = keys(&go_sandbox["annotations"]);
     want_annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
     want_annotations.insert("kubernetes.io/config.hash".into());
-    assert_eq!(keys(&config["annotations"]), want_annotations, "a static pod's annotations");
+    assert_eq!(
+        keys(&config["annotations"]),
+        want_annotations,
+        "a static pod's annotations"
+    );
     assert_eq!(config["annotations"]["kubernetes.io/config.source"], "file");
     assert_eq!(
         config["linux"]["cgroup_parent"],
@@ -449,14 +539,25 @@ async fn runonce_restart_adoption_and_cri_metadata() {
     );
     assert_eq!(
         config["log_directory"],
-        dirs.path(&format!("logs/pods/refpack_besteffort-e2e-node_{uid}")).display().to_string()
+        dirs.path(&format!("logs/pods/refpack_besteffort-e2e-node_{uid}"))
+            .display()
+            .to_string()
     );
-    assert_eq!(config["linux"]["resources"], go_sandbox["linux"]["resources"]);
-    assert_eq!(config["linux"]["security_context"], go_sandbox["linux"]["security_context"]);
+    assert_eq!(
+        config["linux"]["resources"],
+        go_sandbox["linux"]["resources"]
+    );
+    assert_eq!(
+        config["linux"]["security_context"],
+        go_sandbox["linux"]["security_context"]
+    );
     assert_eq!(config["dns_config"], go_sandbox["dns_config"]);
     for name in ["app", "init"] {
         let go: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(support::repo_root().join(format!("tests/fixtures/go-kubelet-examples/cri-besteffort.container.{name}.json"))).unwrap(),
+            &std::fs::read_to_string(support::repo_root().join(format!(
+                "tests/fixtures/go-kubelet-examples/cri-besteffort.container.{name}.json"
+            )))
+            .unwrap(),
         )
         .unwrap();
         let c = cri_containers(&rt, &uid)
@@ -469,7 +570,12 @@ async fn runonce_restart_adoption_and_cri_metadata() {
         let cc = &info["config"];
         assert_eq!(keys(&cc["labels"]), keys(&go["labels"]), "{name}");
         assert_eq!(keys(&cc["annotations"]), keys(&go["annotations"]), "{name}");
-        for k in ["io.kubernetes.container.restartCount", "io.kubernetes.container.terminationMessagePath", "io.kubernetes.container.terminationMessagePolicy", "io.kubernetes.pod.terminationGracePeriod"] {
+        for k in [
+            "io.kubernetes.container.restartCount",
+            "io.kubernetes.container.terminationMessagePath",
+            "io.kubernetes.container.terminationMessagePolicy",
+            "io.kubernetes.pod.terminationGracePeriod",
+        ] {
             assert_eq!(cc["annotations"][k], go["annotations"][k], "{name} {k}");
         }
         assert_eq!(cc["log_path"], go["log_path"], "{name}");
@@ -565,9 +671,17 @@ async fn binary_bad_manifest_lock_contention_and_sigterm() {
     let bb = &images().busybox;
     dirs.write_manifest(
         "good.yaml",
-        &manifest("good", &format!("  containers:\n  - name: main\n    image: {bb}\n    command: [sleep, '3600']\n")),
+        &manifest(
+            "good",
+            &format!(
+                "  containers:\n  - name: main\n    image: {bb}\n    command: [sleep, '3600']\n"
+            ),
+        ),
     );
-    dirs.write_manifest("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [not, a, map]\n");
+    dirs.write_manifest(
+        "bad.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: [not, a, map]\n",
+    );
     let with_lock = |base: u16| {
         let cfg = config(&dirs, &root, ports(base), "");
         let mut a = args(&dirs, &rig, &cfg, "e2e-node");
@@ -578,23 +692,44 @@ async fn binary_bad_manifest_lock_contention_and_sigterm() {
     let logs = dirs.path("logs");
     let mut first = spawn_binary(&with_lock(21280), &logs);
     let first_err = collect_stderr(&mut first);
-    let pod = wait_pod(21281, "good-e2e-node", RUNNING, "Running", |pod| phase(pod) == "Running").await;
+    let pod = wait_pod(21281, "good-e2e-node", RUNNING, "Running", |pod| {
+        phase(pod) == "Running"
+    })
+    .await;
 
     let mut second = spawn_binary(&with_lock(21290), &logs);
     let second_err = collect_stderr(&mut second);
-    assert_eq!(wait_exit(&mut first, Duration::from_secs(10)), Some(0), "the first kubelet yields the lock");
-    let log = first_err.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
+    assert_eq!(
+        wait_exit(&mut first, Duration::from_secs(10)),
+        Some(0),
+        "the first kubelet yields the lock"
+    );
+    let log = first_err
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap_or_default();
     assert!(
-        log.lines().any(|l| l.contains("bad.yaml") && l.contains("Could not process manifest file")
+        log.lines().any(|l| l.contains("bad.yaml")
+            && l.contains("Could not process manifest file")
             || l.contains("bad.yaml") && l.starts_with('E')),
         "a log line names the bad manifest: {}",
-        log.lines().filter(|l| l.contains("bad")).collect::<Vec<_>>().join("\n")
+        log.lines()
+            .filter(|l| l.contains("bad"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
-    assert!(log.contains("Lock file contention detected"), "{}", log.lines().rev().take(10).collect::<Vec<_>>().join("\n"));
+    assert!(
+        log.contains("Lock file contention detected"),
+        "{}",
+        log.lines().rev().take(10).collect::<Vec<_>>().join("\n")
+    );
 
-    let again = wait_pod(21291, "good-e2e-node", RUNNING, "Running under the second kubelet", |pod| {
-        phase(pod) == "Running"
-    })
+    let again = wait_pod(
+        21291,
+        "good-e2e-node",
+        RUNNING,
+        "Running under the second kubelet",
+        |pod| phase(pod) == "Running",
+    )
     .await;
     assert_eq!(uid(&again), uid(&pod));
     assert_eq!(container(&again, "main").unwrap().restart_count, 0);
@@ -604,7 +739,11 @@ async fn binary_bad_manifest_lock_contention_and_sigterm() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert_eq!(wait_exit(&mut second, Duration::from_secs(5)), Some(0), "SIGTERM → exit 0");
+    assert_eq!(
+        wait_exit(&mut second, Duration::from_secs(5)),
+        Some(0),
+        "SIGTERM → exit 0"
+    );
     assert!(sent.elapsed() < Duration::from_secs(5));
     drop(second_err);
 }

@@ -20,13 +20,13 @@ use crate::configz::{Configz, KUBELET_CONFIG};
 use crate::cri::connect_runtime_services;
 use crate::healthz::Healthz;
 use crate::healthz::server::{HealthzServer, HealthzServerParams};
+use crate::kubelet::run::Running;
 use crate::kubelet::server::auth::{
     AuthnParams, CA_RELOAD_PERIOD, ClientCaBundle, KubeletAuth, build_authenticator,
     build_authorizer,
 };
 use crate::kubelet::server::tls::{TlsParams, initialize_tls};
 use crate::util::lifecycle::TaskSet;
-use crate::kubelet::run::Running;
 use crate::util::lockfile::{KubeletLock, LockFileParams, obtain};
 use crate::util::node_name::{get_hostname, node_name};
 use crate::util::signals::ShutdownSignals;
@@ -196,7 +196,10 @@ async fn start_up(
     );
 
     if !deps.oom.apply_to_self(c.oom_score_adj).await {
-        tracing::info!(oom_score_adj = c.oom_score_adj, "Failed to ApplyOOMScoreAdj");
+        tracing::info!(
+            oom_score_adj = c.oom_score_adj,
+            "Failed to ApplyOOMScoreAdj"
+        );
     }
 
     let runtime_services = connect_runtime_services(
@@ -262,12 +265,15 @@ fn tls_params(server: &KubeletServer, hostname: &str) -> TlsParams {
     let c = &server.config;
     let dir = PathBuf::from(&server.flags.cert_directory);
     let defaulted = !c.server_tls_bootstrap
-        && PathBuf::from(&c.tls_cert_file) == dir.join("kubelet.crt")
-        && PathBuf::from(&c.tls_private_key_file) == dir.join("kubelet.key");
+        && std::path::Path::new(&c.tls_cert_file) == dir.join("kubelet.crt")
+        && std::path::Path::new(&c.tls_private_key_file) == dir.join("kubelet.key");
     let (cert, key) = if defaulted {
         (None, None)
     } else {
-        (non_empty(&c.tls_cert_file), non_empty(&c.tls_private_key_file))
+        (
+            non_empty(&c.tls_cert_file),
+            non_empty(&c.tls_private_key_file),
+        )
     };
     TlsParams {
         cert_file: cert,

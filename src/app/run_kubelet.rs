@@ -111,7 +111,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     let health = kubelet.sync_loop_health();
     healthz
         .register(named_check("syncloop", move || {
-            health().map_err(|e| Box::<dyn std::error::Error + Send + Sync>::from(e))
+            health().map_err(Box::<dyn std::error::Error + Send + Sync>::from)
         }))
         .map_err(ServerError::Healthz)?;
     let handlers = ServerHandlers {

@@ -168,12 +168,16 @@ pub struct Kubelet {
 }
 
 impl Kubelet {
-    pub fn start(args: Vec<String>, deps_fn: impl FnOnce(&kubelet::app::server::KubeletServer) -> Dependencies) -> Kubelet {
+    pub fn start(
+        args: Vec<String>,
+        deps_fn: impl FnOnce(&kubelet::app::server::KubeletServer) -> Dependencies,
+    ) -> Kubelet {
         let mut warnings = Vec::new();
-        let server = match build(args.into_iter().skip(1), &mut warnings).expect("valid command line") {
-            Outcome::Run { server, .. } => server,
-            _ => panic!("not a run"),
-        };
+        let server =
+            match build(args.into_iter().skip(1), &mut warnings).expect("valid command line") {
+                Outcome::Run { server, .. } => server,
+                _ => panic!("not a run"),
+            };
         let deps = deps_fn(&server);
         let stop = CancellationToken::new();
         let handle = tokio::spawn(run_with(server, deps, stop.clone()));
@@ -285,7 +289,10 @@ pub async fn cri(rig: &Containerd) -> Arc<RemoteRuntimeService> {
 }
 
 /// The CRI containers of a pod UID.
-pub async fn cri_containers(rt: &RemoteRuntimeService, uid: &str) -> Vec<kubelet::cri::api::Container> {
+pub async fn cri_containers(
+    rt: &RemoteRuntimeService,
+    uid: &str,
+) -> Vec<kubelet::cri::api::Container> {
     rt.list_containers(None)
         .await
         .expect("list containers")

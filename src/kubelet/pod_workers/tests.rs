@@ -323,7 +323,7 @@ async fn grace_period_only_shortens_and_cancels_the_sync_in_progress() {
     rig.workers.update_pod(kill(p.clone(), Some(40), None));
     let calls = rig.wait_calls(2).await;
     assert_eq!(calls[1], Call::Terminating("c".into(), Some(20), false));
-    assert_eq!(rig.script.cancelled.lock().unwrap()[0], true);
+    assert!(rig.script.cancelled.lock().unwrap()[0]);
     // A shorter grace period while terminating cancels that too.
     rig.workers.update_pod(kill(p.clone(), Some(5), None));
     let calls = rig.wait_calls(3).await;
@@ -438,7 +438,7 @@ async fn a_create_while_terminating_is_restarted_after_housekeeping() {
     rig.release(10);
     rig.wait_calls(3).await;
     rig.idle("f").await;
-    let states = rig.workers.sync_known_pods(&[p.clone()]);
+    let states = rig.workers.sync_known_pods(std::slice::from_ref(&p));
     assert_eq!(
         states.get("f"),
         Some(&PodWorkerState::TerminatedAndRecreated)

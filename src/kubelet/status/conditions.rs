@@ -229,10 +229,16 @@ mod tests {
         )
     }
 
+    type Case = (
+        Option<Vec<ContainerStatus>>,
+        &'static str,
+        (&'static str, &'static str, &'static str),
+    );
+
     #[test]
     fn containers_ready_table() {
         let s = spec(&[], &["a", "b"], &[]);
-        let cases: Vec<(Option<Vec<ContainerStatus>>, &str, (&str, &str, &str))> = vec![
+        let cases: Vec<Case> = vec![
             (None, "Running", (FALSE, UNKNOWN_CONTAINER_STATUSES, "")),
             (
                 Some(vec![status("a", true), status("b", true)]),
@@ -333,7 +339,7 @@ mod tests {
         let none = spec(&[], &["a"], &[]);
         assert_eq!(summary(&pod_initialized(&none, None, "Pending")).1, TRUE);
         let s = spec(&["i1", "i2"], &["a"], &[]);
-        let cases: Vec<(Option<Vec<ContainerStatus>>, &str, (&str, &str, &str))> = vec![
+        let cases: Vec<Case> = vec![
             (None, "Pending", (FALSE, UNKNOWN_CONTAINER_STATUSES, "")),
             (
                 Some(vec![status("i1", true), status("i2", false)]),

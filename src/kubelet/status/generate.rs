@@ -319,7 +319,7 @@ pub fn convert_to_api_container_statuses(input: &ContainerStatusInput<'_>) -> Ve
     // last state.
     let mut runtime_statuses: Vec<&kubecontainer::ContainerStatus> =
         input.runtime.container_statuses.iter().collect();
-    runtime_statuses.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    runtime_statuses.sort_by_key(|s| std::cmp::Reverse(s.created_at));
     let mut seen: HashMap<&str, u32> = HashMap::new();
     for cs in runtime_statuses {
         if !statuses.contains_key(&cs.name) {
@@ -385,16 +385,11 @@ pub fn convert_to_api_container_statuses(input: &ContainerStatusInput<'_>) -> Ve
 /// family (the node IP's, IPv4 by default), then one of the other.
 pub fn sort_pod_ips(ips: &[String], node_ips: &[IpAddr]) -> Vec<String> {
     let primary_v4 = node_ips.first().is_none_or(IpAddr::is_ipv4);
-    let is_v4 = |s: &String| s.parse::<IpAddr>().is_ok_and(|ip| ip.is_ipv4());
-    let is_v6 = |s: &String| s.parse::<IpAddr>().is_ok_and(|ip| ip.is_ipv6());
-    let (first, second): (&dyn Fn(&String) -> bool, &dyn Fn(&String) -> bool) = if primary_v4 {
-        (&is_v4, &is_v6)
-    } else {
-        (&is_v6, &is_v4)
-    };
+    let family = |s: &String| s.parse::<IpAddr>().map(|ip| ip.is_ipv4()).ok();
     let mut out = Vec::with_capacity(2);
-    out.extend(ips.iter().find(|ip| first(ip)).cloned());
-    out.extend(ips.iter().find(|ip| second(ip)).cloned());
+    for want_v4 in [primary_v4, !primary_v4] {
+        out.extend(ips.iter().find(|ip| family(ip) == Some(want_v4)).cloned());
+    }
     out
 }
 

@@ -44,7 +44,7 @@ pub fn containers_to_delete(filter_id: &str, status: &PodStatus, keep: usize) ->
     if candidates.len() <= keep {
         return Vec::new();
     }
-    candidates.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.created_at));
     candidates[keep..].iter().map(|c| c.id.clone()).collect()
 }
 

@@ -43,8 +43,8 @@ pub fn filter_out_inactive_pods(
             if workers.is_pod_known_terminated(uid) {
                 return false;
             }
-            !(is_admitted_pod_terminal(p, status_manager)
-                && !workers.is_pod_termination_requested(uid))
+            !is_admitted_pod_terminal(p, status_manager)
+                || workers.is_pod_termination_requested(uid)
         })
         .collect()
 }

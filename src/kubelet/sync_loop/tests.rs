@@ -135,7 +135,7 @@ async fn added_pods_run_and_a_pod_over_max_pods_is_rejected() {
     let l = start(1, true).await;
     let a = static_pod("a", &["app"]);
     let b = static_pod("b", &["app"]);
-    l.set(&[a.clone()]);
+    l.set(std::slice::from_ref(&a));
     eventually("a running", || l.phase("a").as_deref() == Some("Running")).await;
     l.set(&[a.clone(), b.clone()]);
     eventually("b rejected", || l.phase("b").as_deref() == Some("Failed")).await;
@@ -164,7 +164,7 @@ async fn added_pods_run_and_a_pod_over_max_pods_is_rejected() {
 async fn removed_pods_are_killed_with_their_grace_period_and_cleaned_up() {
     let l = start(10, true).await;
     let a = static_pod("a", &["app"]);
-    l.set(&[a.clone()]);
+    l.set(std::slice::from_ref(&a));
     eventually("a running", || l.phase("a").as_deref() == Some("Running")).await;
     l.set(&[]);
     eventually("a cleaned", || {
@@ -218,7 +218,7 @@ async fn housekeeping_kills_orphaned_runtime_pods_and_their_cgroups() {
 async fn a_dead_container_prunes_its_older_instances() {
     let l = start(10, true).await;
     let a = static_pod("a", &["app"]);
-    l.set(&[a.clone()]);
+    l.set(std::slice::from_ref(&a));
     eventually("a running", || l.phase("a").as_deref() == Some("Running")).await;
     {
         let mut pods = l.stack.runtime.pods.lock().unwrap();
@@ -247,7 +247,7 @@ async fn a_dead_container_prunes_its_older_instances() {
 async fn probe_results_update_readiness_and_trigger_syncs() {
     let l = start(10, true).await;
     let a = static_pod("a", &["app"]);
-    l.set(&[a.clone()]);
+    l.set(std::slice::from_ref(&a));
     eventually("a running", || l.phase("a").as_deref() == Some("Running")).await;
     let id = ContainerId::new("fake", "a-app");
     l.stack
