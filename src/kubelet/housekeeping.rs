@@ -226,3 +226,152 @@ impl Housekeeping {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::kubelet::sync_loop::testing::{Stack, eventually, static_pod};
+    use crate::util::lifecycle::TaskSet;
+
+    #[tokio::test]
+    async fn a_desired_pod_the_workers_never_saw_is_dispatched() {
+        let stack = Stack::new(true);
+        let tasks = TaskSet::new();
+        stack.workers.start(&tasks);
+        stack.start_fake_pleg(&tasks, None);
+        let pod = static_pod("lost", &["app"]);
+        stack.pod_manager.add_pod(pod.clone());
+        let report = stack
+            .housekeeping
+            .handle_pod_cleanups()
+            .await
+            .expect("cleanup");
+        assert_eq!(report.undispatched, vec!["lost"]);
+        eventually("synced", || {
+            stack.runtime.calls().contains(&"sync lost".to_string())
+        })
+        .await;
+        let report = stack
+            .housekeeping
+            .handle_pod_cleanups()
+            .await
+            .expect("cleanup");
+        assert!(report.undispatched.is_empty(), "the records agree now");
+        tasks
+            .into_shutdown_handle()
+            .shutdown(Duration::from_secs(5))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn orphaned_cgroups_go_unless_volumes_remain() {
+        let stack = Stack::new(true);
+        let tasks = TaskSet::new();
+        stack.workers.start(&tasks);
+        stack
+            .pcm
+            .cgroups
+            .lock()
+            .unwrap()
+            .extend(["gone".to_string(), "mounted".to_string()]);
+        stack
+            .volumes
+            .existing
+            .lock()
+            .unwrap()
+            .insert("mounted".into());
+        let report = stack
+            .housekeeping
+            .handle_pod_cleanups()
+            .await
+            .expect("cleanup");
+        assert_eq!(report.cgroups_destroyed, vec!["gone"]);
+        assert!(stack.pcm.cgroups.lock().unwrap().contains("mounted"));
+        let (desired, running) = stack.volumes.cleaned.lock().unwrap()[0].clone();
+        assert!(desired.is_empty() && running.is_empty());
+        tasks
+            .into_shutdown_handle()
+            .shutdown(Duration::from_secs(5))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_pod_recreated_under_a_terminated_uid_starts_again() {
+        let stack = Stack::new(true);
+        let tasks = TaskSet::new();
+        stack.workers.start(&tasks);
+        stack.start_fake_pleg(&tasks, None);
+        let pod = static_pod("again", &["app"]);
+        stack.pod_manager.add_pod(pod.clone());
+        stack
+            .workers
+            .update_pod(crate::kubelet::pod_workers::UpdatePodOptions::new(
+                crate::kubelet::types::SyncPodType::Create,
+                pod.clone(),
+                None,
+            ));
+        eventually("running", || {
+            stack.runtime.calls().contains(&"sync again".to_string())
+        })
+        .await;
+        stack
+            .workers
+            .kill_pod_now(pod.clone(), false, Some(1), None)
+            .await
+            .expect("killed");
+        // A create for the same UID while it terminates is remembered.
+        stack
+            .workers
+            .update_pod(crate::kubelet::pod_workers::UpdatePodOptions::new(
+                crate::kubelet::types::SyncPodType::Create,
+                pod.clone(),
+                None,
+            ));
+        eventually("finished", || {
+            stack.workers.known_pods().get("again")
+                == Some(&crate::kubelet::pod_workers::PodWorkerState::TerminatedAndRecreated)
+        })
+        .await;
+        // Housekeeping restarts it once the worker is done with the old one
+        // (until then the create is remembered again).
+        let mut restarted = Vec::new();
+        for _ in 0..50 {
+            let report = stack
+                .housekeeping
+                .handle_pod_cleanups()
+                .await
+                .expect("cleanup");
+            restarted.extend(report.restarted);
+            if stack
+                .runtime
+                .calls()
+                .iter()
+                .filter(|c| *c == "sync again")
+                .count()
+                >= 2
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(restarted.contains(&"again".to_string()));
+        eventually("synced again", || {
+            stack
+                .runtime
+                .calls()
+                .iter()
+                .filter(|c| *c == "sync again")
+                .count()
+                >= 2
+        })
+        .await;
+        tasks
+            .into_shutdown_handle()
+            .shutdown(Duration::from_secs(5))
+            .await
+            .unwrap();
+    }
+}
