@@ -335,7 +335,10 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
             cluster_domain: c.cluster_domain.clone(),
             node_ips: node_ips.clone(),
             host_ips: Vec::new(),
-            node_allocatable: node_resources.api(),
+            node_allocatable: {
+                let r = node_resources.clone();
+                Arc::new(move || r.api())
+            },
             master_service_namespace: server.flags.master_service_namespace.clone(),
             node_hosts_file,
         },

@@ -69,6 +69,7 @@ impl Kubelet {
 
         self.image_gc.start(tasks);
         self.volume_manager.start(tasks);
+        self.spawn_volume_events(tasks);
         self.spawn_runtime_up(tasks, fatal_tx);
         self.prober.start(tasks);
         self.pleg.start(tasks);
@@ -110,6 +111,39 @@ impl Kubelet {
             drop(pod_config);
         });
         Ok(Running { fatal })
+    }
+
+    /// Volume operation outcomes (FailedMount, …) become pod events.
+    fn spawn_volume_events(&self, tasks: &TaskSet) {
+        let Some(mut rx) = self.volume_manager.take_events() else {
+            return;
+        };
+        let recorder = self.recorder.clone();
+        let stop = tasks.token();
+        tasks.spawn("volume-events", async move {
+            loop {
+                let event = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    e = rx.recv() => match e { Some(e) => e, None => return },
+                };
+                if !event.record {
+                    continue;
+                }
+                let mut pod = k8s_openapi::api::core::v1::Pod::default();
+                pod.metadata.name = Some(event.pod.name.clone());
+                pod.metadata.namespace = Some(event.pod.namespace.clone());
+                pod.metadata.uid = Some(event.pod.uid.clone());
+                let t = match event.event_type {
+                    crate::kubelet::volumemanager::EventType::Normal => {
+                        crate::cm::EventType::Normal
+                    }
+                    crate::kubelet::volumemanager::EventType::Warning => {
+                        crate::cm::EventType::Warning
+                    }
+                };
+                recorder.pod_event(&pod, t, event.reason, &event.message);
+            }
+        });
     }
 
     /// updateRuntimeUp every 5 s; the first time the runtime is ready the

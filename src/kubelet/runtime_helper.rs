@@ -24,8 +24,11 @@ use crate::kubelet::network::dns::DnsConfigurer;
 use crate::kubelet::pod_sync::PodVolumes;
 use crate::kubelet::pod_workers::{EventType, PodEventRecorder};
 
+/// The node's allocatable resources as they are now.
+pub type AllocatableFn = Arc<dyn Fn() -> BTreeMap<String, ApiQuantity> + Send + Sync>;
+
 /// Node-wide inputs of container options.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct RuntimeHelperConfig {
     /// `--root-dir`.
     pub root_dir: PathBuf,
@@ -35,8 +38,8 @@ pub struct RuntimeHelperConfig {
     pub node_ips: Vec<IpAddr>,
     /// The node's host IPs (the Node's addresses; empty without an API server).
     pub host_ips: Vec<String>,
-    /// Node allocatable, for resourceFieldRef defaults.
-    pub node_allocatable: BTreeMap<String, ApiQuantity>,
+    /// Node allocatable now, for resourceFieldRef defaults.
+    pub node_allocatable: AllocatableFn,
     /// `--master-service-namespace`.
     pub master_service_namespace: String,
     /// The node's hosts file, copied for host-network pods.
@@ -85,12 +88,13 @@ impl RuntimeHelper for KubeletRuntimeHelper {
         pod_ip: &str,
         pod_ips: &[String],
     ) -> Result<RunContainerOptions, HelperError> {
+        let allocatable = (self.config.node_allocatable)();
         let ctx = EnvContext {
             pod_ip,
             pod_ips,
             node_ips: &self.config.node_ips,
             host_ips: &self.config.host_ips,
-            node_allocatable: &self.config.node_allocatable,
+            node_allocatable: &allocatable,
             // Without an API server there is no service list: no service
             // variables (as Go, which has no service lister then).
             services: &[],
