@@ -3,6 +3,23 @@
 //! images, conditions, volumes), plus the runtime state the Ready
 //! condition reads and the seams the setters read from.
 
+pub mod addresses;
+pub mod lister;
+pub mod patch;
+pub mod registration;
+pub mod runtime_state;
+pub mod setters;
+pub mod sources;
+
+pub use addresses::{AddressConfig, HostNetwork, node_addresses, parse_node_ips};
+pub use lister::NodeLister;
+pub use runtime_state::RuntimeState;
+pub use setters::{SetterConfig, StatusEvent, StatusInputs, set_node_status};
+pub use sources::{
+    CriRuntimeInfo, NoPressure, NoVolumes, PressureSource, RuntimeAdapter, RuntimeInfo,
+    VolumesInUse,
+};
+
 /// GOARCH of this build (`amd64`, `arm64`, ...), as node labels and node
 /// info spell it.
 pub fn go_arch() -> &'static str {
