@@ -265,25 +265,36 @@ impl NodeStatusManager {
         };
         tracing::info!(node = %name, "Node was previously registered");
         let mut updated = existing.clone();
-        if reconcile_existing_node(node, &mut updated, self.deps.reset_extended_resources) {
-            if let Err(e) = self.patch_status(&self.deps.client, &existing, &updated).await {
-                tracing::error!(error = %e, node = %name, "Unable to reconcile node with API server, error updating node");
-                return false;
-            }
+        if reconcile_existing_node(node, &mut updated, self.deps.reset_extended_resources)
+            && let Err(e) = self
+                .patch_status(&self.deps.client, &existing, &updated)
+                .await
+        {
+            tracing::error!(error = %e, node = %name, "Unable to reconcile node with API server, error updating node");
+            return false;
         }
         true
     }
 
-    async fn patch_status(&self, client: &kube::Client, old: &Node, new: &Node) -> Result<Node, NodeStatusError> {
+    async fn patch_status(
+        &self,
+        client: &kube::Client,
+        old: &Node,
+        new: &Node,
+    ) -> Result<Node, NodeStatusError> {
         let patch = node_status_patch(old, new)?;
         let api: Api<Node> = Api::all(client.clone());
-        api.patch_status(self.node_name(), &PatchParams::default(), &Patch::Strategic(&patch))
-            .await
-            .map_err(|source| NodeStatusError::Patch {
-                node: self.node_name().to_string(),
-                patch: patch.to_string(),
-                source,
-            })
+        api.patch_status(
+            self.node_name(),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+        .map_err(|source| NodeStatusError::Patch {
+            node: self.node_name().to_string(),
+            patch: patch.to_string(),
+            source,
+        })
     }
 
     /// Up to five tries (Go's updateNodeStatus).
@@ -307,7 +318,11 @@ impl NodeStatusManager {
 
     async fn try_update_node_status(&self, try_number: usize) -> Result<(), NodeStatusError> {
         let api: Api<Node> = Api::all(self.deps.heartbeat_client.clone());
-        let gp = if try_number == 0 { GetParams::any() } else { GetParams::default() };
+        let gp = if try_number == 0 {
+            GetParams::any()
+        } else {
+            GetParams::default()
+        };
         let original = api
             .get_with(self.node_name(), &gp)
             .await
@@ -326,16 +341,30 @@ impl NodeStatusManager {
             && !labels_missing
             && !node_status_has_changed(original.status.as_ref(), node.status.as_ref())
         {
-            let in_use = node.status.as_ref().and_then(|s| s.volumes_in_use.clone()).unwrap_or_default();
+            let in_use = node
+                .status
+                .as_ref()
+                .and_then(|s| s.volumes_in_use.clone())
+                .unwrap_or_default();
             self.deps.volumes.mark_reported_in_use(&in_use);
             return Ok(());
         }
-        let updated = self.patch_status(&self.deps.heartbeat_client, &original, &node).await?;
+        let updated = self
+            .patch_status(&self.deps.heartbeat_client, &original, &node)
+            .await?;
         let mut st = self.state();
         st.last_status_report = Some(now);
-        st.last_observed_addresses = updated.status.as_ref().and_then(|s| s.addresses.clone()).unwrap_or_default();
+        st.last_observed_addresses = updated
+            .status
+            .as_ref()
+            .and_then(|s| s.addresses.clone())
+            .unwrap_or_default();
         drop(st);
-        let in_use = updated.status.as_ref().and_then(|s| s.volumes_in_use.clone()).unwrap_or_default();
+        let in_use = updated
+            .status
+            .as_ref()
+            .and_then(|s| s.volumes_in_use.clone())
+            .unwrap_or_default();
         self.deps.volumes.mark_reported_in_use(&in_use);
         Ok(())
     }
@@ -345,7 +374,11 @@ impl NodeStatusManager {
     async fn update_node(&self, original: &Node) -> (Node, bool, bool) {
         let mut node = original.clone();
         let mut cidr_changed = false;
-        let cidrs = node.spec.as_ref().and_then(|s| s.pod_cidrs.clone()).unwrap_or_default();
+        let cidrs = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.pod_cidrs.clone())
+            .unwrap_or_default();
         if !cidrs.is_empty() {
             let cidr = cidrs.join(",");
             match self.update_pod_cidr(&cidr).await {
@@ -381,7 +414,11 @@ impl NodeStatusManager {
         for e in events {
             self.record(&e);
         }
-        let unschedulable = node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
+        let unschedulable = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false);
         let mut st = self.state();
         if st.last_unschedulable != unschedulable {
             st.last_unschedulable = unschedulable;
@@ -419,7 +456,7 @@ impl NodeStatusManager {
             .and_then(|r| r.map_err(|e| e.to_string()));
         let mut images = d.runtime.list_images().await;
         if let Ok(list) = images.as_mut() {
-            list.sort_by(|a, b| b.size.cmp(&a.size));
+            list.sort_by_key(|i| std::cmp::Reverse(i.size));
         }
         StatusInputs {
             now: d.clock.now(),
@@ -442,7 +479,10 @@ impl NodeStatusManager {
             shutdown_errors: d.shutdown_errors.as_ref().map(|f| f()).unwrap_or_default(),
             apparmor_enabled: self.apparmor,
             soft_requirements: cm.status().soft_requirements,
-            volumes_in_use: d.volumes.reconciler_synced().then(|| d.volumes.volumes_in_use()),
+            volumes_in_use: d
+                .volumes
+                .reconciler_synced()
+                .then(|| d.volumes.volumes_in_use()),
         }
     }
 
@@ -469,7 +509,10 @@ impl NodeStatusManager {
             Some("True") => return true,
             Some(_) => {}
         }
-        self.deps.runtime_state.update_runtime_up(self.deps.runtime.as_ref()).await;
+        self.deps
+            .runtime_state
+            .update_runtime_up(self.deps.runtime.as_ref())
+            .await;
         let (node, _, _) = self.update_node(&original).await;
         if !node_status_has_changed(original.status.as_ref(), node.status.as_ref()) {
             return false;
@@ -478,7 +521,10 @@ impl NodeStatusManager {
             return false;
         }
         tracing::info!("Fast updating node status as it just became ready");
-        match self.patch_status(&self.deps.heartbeat_client, &original, &node).await {
+        match self
+            .patch_status(&self.deps.heartbeat_client, &original, &node)
+            .await
+        {
             Ok(updated) => {
                 let mut st = self.state();
                 st.last_status_report = Some(Instant::now());

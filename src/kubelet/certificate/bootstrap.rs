@@ -43,7 +43,10 @@ pub async fn load_client_cert(p: &BootstrapParams) -> Result<(), CertificateErro
         crate::vlog!(2, path = %p.kubeconfig.display(), "Kubeconfig exists and is valid, skipping bootstrap");
         return Ok(());
     }
-    crate::vlog!(2, "Using bootstrap kubeconfig to generate TLS client cert, key and kubeconfig file");
+    crate::vlog!(
+        2,
+        "Using bootstrap kubeconfig to generate TLS client cert, key and kubeconfig file"
+    );
     let boot = kubeconfig::load(&p.bootstrap_kubeconfig)
         .await
         .map_err(|e| CertificateError::BootstrapKubeconfig(e.to_string()))?;
@@ -54,8 +57,9 @@ pub async fn load_client_cert(p: &BootstrapParams) -> Result<(), CertificateErro
     })?;
     let dir = p.cert_dir.clone();
     let store = blocking(move || {
-        FileStore::open(CLIENT_PAIR_PREFIX, &dir, &dir, None, None)
-            .map_err(|e| CertificateError::Client(format!("unable to build bootstrap cert store: {e}")))
+        FileStore::open(CLIENT_PAIR_PREFIX, &dir, &dir, None, None).map_err(|e| {
+            CertificateError::Client(format!("unable to build bootstrap cert store: {e}"))
+        })
     })
     .await?;
 
@@ -65,7 +69,10 @@ pub async fn load_client_cert(p: &BootstrapParams) -> Result<(), CertificateErro
     };
     let tmp_key = p.cert_dir.join(TMP_PRIVATE_KEY_FILE);
     if !key_pem.as_deref().is_some_and(csr::verify_key_data) {
-        crate::vlog!(2, "No valid private key and/or certificate found, reusing existing private key or creating a new one");
+        crate::vlog!(
+            2,
+            "No valid private key and/or certificate found, reusing existing private key or creating a new one"
+        );
         let path = tmp_key.clone();
         key_pem = Some(blocking(move || load_or_generate_key_file(&path)).await?);
     }
@@ -119,7 +126,10 @@ pub fn load_or_generate_key_file(path: &Path) -> Result<Vec<u8>, CertificateErro
 }
 
 /// Polls `/healthz` every ~2 s until the server answers or `deadline` passes.
-async fn wait_for_server(client: &kube::Client, deadline: Duration) -> Result<(), CertificateError> {
+async fn wait_for_server(
+    client: &kube::Client,
+    deadline: Duration,
+) -> Result<(), CertificateError> {
     let poll = async {
         loop {
             let req = http::Request::get("/healthz")
@@ -209,14 +219,18 @@ pub async fn load_client_config(
         .map_err(kube_err)?
     {
         let loaded = kubeconfig::load(kubeconfig_path).await.map_err(kube_err)?;
-        crate::vlog!(2, "Current kubeconfig file contents are still valid, no bootstrap necessary");
+        crate::vlog!(
+            2,
+            "Current kubeconfig file contents are still valid, no bootstrap necessary"
+        );
         return from_kubeconfig(loaded);
     }
     let boot = kubeconfig::load(bootstrap_path)
         .await
         .map_err(|e| CertificateError::BootstrapKubeconfig(e.to_string()))?;
     let dir = cert_dir.to_path_buf();
-    let store = blocking(move || FileStore::open(CLIENT_PAIR_PREFIX, &dir, &dir, None, None)).await?;
+    let store =
+        blocking(move || FileStore::open(CLIENT_PAIR_PREFIX, &dir, &dir, None, None)).await?;
     let pem = store.current_path();
     kubeconfig::write_kubeconfig_from_bootstrapping(
         &boot.cluster_info().map_err(kube_err)?,
@@ -225,7 +239,10 @@ pub async fn load_client_config(
     )
     .await
     .map_err(kube_err)?;
-    crate::vlog!(2, "Use the bootstrap credentials to request a cert, and set kubeconfig to point to the certificate dir");
+    crate::vlog!(
+        2,
+        "Use the bootstrap credentials to request a cert, and set kubeconfig to point to the certificate dir"
+    );
     let mut user = boot.clone();
     user.config = boot.anonymous_config();
     Ok(RotationConfig {

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
+use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestSpec,
 };
-use k8s_openapi::ByteString;
 use kube::api::{Api, ObjectMeta, PostParams};
-use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use sha2::Digest;
 use x509_parser::prelude::FromDer;
 
@@ -34,12 +34,15 @@ pub fn kubelet_client_usages() -> Vec<String> {
 pub fn generate_key_pem() -> Result<String, CertificateError> {
     rcgen::KeyPair::generate()
         .map(|k| k.serialize_pem())
-        .map_err(|e| CertificateError::Generate(format!("unable to generate a new private key: {e}")))
+        .map_err(|e| {
+            CertificateError::Generate(format!("unable to generate a new private key: {e}"))
+        })
 }
 
 fn load_key(key_pem: &str) -> Result<rcgen::KeyPair, CertificateError> {
-    rcgen::KeyPair::from_pem(key_pem)
-        .map_err(|e| CertificateError::Parse(format!("invalid private key for certificate request: {e}")))
+    rcgen::KeyPair::from_pem(key_pem).map_err(|e| {
+        CertificateError::Parse(format!("invalid private key for certificate request: {e}"))
+    })
 }
 
 /// Whether `key_pem` holds a usable private key.
@@ -155,7 +158,9 @@ pub async fn request_certificate(
         Err(kube::Error::Api(s)) if s.code == 409 && !req.name.is_empty() => {
             tracing::info!("csr for this node already exists, reusing");
             let existing = api.get(&req.name).await.map_err(|e| {
-                CertificateError::Create(format!("cannot retrieve certificate signing request: {e}"))
+                CertificateError::Create(format!(
+                    "cannot retrieve certificate signing request: {e}"
+                ))
             })?;
             ensure_compatible(&existing, req)?;
             tracing::info!("csr for this node is still valid");
@@ -176,10 +181,9 @@ fn csr_public_key_and_subject(pem: &str) -> Result<(Vec<u8>, String), Certificat
     let der = rustls_pki_types::pem::PemObject::from_pem_slice(pem.as_bytes())
         .map(|d: rustls_pki_types::CertificateSigningRequestDer<'static>| d)
         .map_err(|e| CertificateError::Parse(format!("unable to parse csr: {e}")))?;
-    let (_, parsed) = x509_parser::certification_request::X509CertificationRequest::from_der(
-        der.as_ref(),
-    )
-    .map_err(|e| CertificateError::Parse(format!("unable to parse csr: {e}")))?;
+    let (_, parsed) =
+        x509_parser::certification_request::X509CertificationRequest::from_der(der.as_ref())
+            .map_err(|e| CertificateError::Parse(format!("unable to parse csr: {e}")))?;
     let info = &parsed.certification_request_info;
     Ok((info.subject_pki.raw.to_vec(), info.subject.to_string()))
 }
@@ -193,8 +197,9 @@ fn ensure_compatible(
     let existing_pem = String::from_utf8_lossy(&existing.spec.request.0).to_string();
     let (old_key, old_subject) = csr_public_key_and_subject(&existing_pem)
         .map_err(|e| CertificateError::Incompatible(format!("unable to parse new csr: {e}")))?;
-    let (new_key, new_subject) = csr_public_key_and_subject(&req.csr_pem)
-        .map_err(|e| CertificateError::Incompatible(format!("unable to parse original csr: {e}")))?;
+    let (new_key, new_subject) = csr_public_key_and_subject(&req.csr_pem).map_err(|e| {
+        CertificateError::Incompatible(format!("unable to parse original csr: {e}"))
+    })?;
     if old_subject != new_subject {
         return Err(CertificateError::Incompatible(format!(
             "csr subjects differ: new: {old_subject}, orig: {new_subject}"
@@ -252,11 +257,19 @@ fn issued(csr: &CertificateSigningRequest) -> Result<Option<Vec<u8>>, Certificat
     }
     match status.certificate.as_ref().filter(|c| !c.0.is_empty()) {
         Some(c) => {
-            crate::vlog!(2, csr = csr.metadata.name.as_deref().unwrap_or(""), "Certificate signing request is issued");
+            crate::vlog!(
+                2,
+                csr = csr.metadata.name.as_deref().unwrap_or(""),
+                "Certificate signing request is issued"
+            );
             Ok(Some(c.0.clone()))
         }
         None => {
-            crate::vlog!(2, csr = csr.metadata.name.as_deref().unwrap_or(""), "Certificate signing request is approved, waiting to be issued");
+            crate::vlog!(
+                2,
+                csr = csr.metadata.name.as_deref().unwrap_or(""),
+                "Certificate signing request is approved, waiting to be issued"
+            );
             Ok(None)
         }
     }
@@ -306,6 +319,7 @@ pub async fn wait_for_certificate(
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
     use k8s_openapi::api::certificates::v1::{
@@ -318,14 +332,21 @@ mod tests {
         let pem = make_csr(&key, &CsrSubject::node("n1")).unwrap();
         let (pk, subject) = csr_public_key_and_subject(&pem).unwrap();
         assert_eq!(subject, "O=system:nodes, CN=system:node:n1");
-        assert_eq!(pk, rcgen::PublicKeyData::subject_public_key_info(&load_key(&key).unwrap()));
+        assert_eq!(
+            pk,
+            rcgen::PublicKeyData::subject_public_key_info(&load_key(&key).unwrap())
+        );
         let der = rustls_pki_types::pem::PemObject::from_pem_slice(pem.as_bytes())
             .map(|d: rustls_pki_types::CertificateSigningRequestDer<'static>| d)
             .unwrap();
         let (_, parsed) =
             x509_parser::certification_request::X509CertificationRequest::from_der(der.as_ref())
                 .unwrap();
-        assert!(parsed.requested_extensions().is_none_or(|mut e| e.next().is_none()));
+        assert!(
+            parsed
+                .requested_extensions()
+                .is_none_or(|mut e| e.next().is_none())
+        );
     }
 
     #[test]

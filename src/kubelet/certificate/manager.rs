@@ -11,10 +11,10 @@ use std::time::{Duration, SystemTime};
 use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
+use super::CertificateError;
 use super::csr::{self, CsrRequest, CsrSubject};
 use super::pem::KeyPair;
 use super::store::FileStore;
-use super::CertificateError;
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 
@@ -118,9 +118,16 @@ impl CertificateManager {
 
     /// The current pair; `None` when there is none or it has expired.
     pub fn current(&self) -> Option<Arc<KeyPair>> {
-        let cert = self.cert.read().unwrap_or_else(|p| p.into_inner()).clone()?;
+        let cert = self
+            .cert
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
         if self.clock.now() > cert.not_after {
-            crate::vlog!(2, "kubernetes.io/kube-apiserver-client-kubelet: Current certificate is expired");
+            crate::vlog!(
+                2,
+                "kubernetes.io/kube-apiserver-client-kubelet: Current certificate is expired"
+            );
             return None;
         }
         Some(cert)
@@ -192,7 +199,13 @@ impl CertificateManager {
     /// Go's reading of a failed request: an answer of 401, 403 or 404
     /// comes from a responsive server; 5xx and transport errors do not.
     fn note_server_error(&self, e: &CertificateError) {
-        let healthy = matches!(e, CertificateError::CreateStatus { code: 401 | 403 | 404, .. });
+        let healthy = matches!(
+            e,
+            CertificateError::CreateStatus {
+                code: 401 | 403 | 404,
+                ..
+            }
+        );
         self.server_healthy
             .store(healthy, std::sync::atomic::Ordering::SeqCst);
     }
@@ -200,7 +213,10 @@ impl CertificateManager {
     /// One rotation: new key, CSR, wait for the certificate, store it, use
     /// it. `false` when it did not succeed (logged).
     pub async fn rotate_certs(&self) -> bool {
-        crate::vlog!(2, "kubernetes.io/kube-apiserver-client-kubelet: Rotating certificates");
+        crate::vlog!(
+            2,
+            "kubernetes.io/kube-apiserver-client-kubelet: Rotating certificates"
+        );
         let key_pem = match csr::generate_key_pem() {
             Ok(k) => k,
             Err(e) => {
@@ -266,15 +282,16 @@ impl CertificateManager {
 
     /// Spawns the rotation loop.
     pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
-        crate::vlog!(2, "kubernetes.io/kube-apiserver-client-kubelet: Certificate rotation is enabled");
+        crate::vlog!(
+            2,
+            "kubernetes.io/kube-apiserver-client-kubelet: Certificate rotation is enabled"
+        );
         let me = self.clone();
         let token = tasks.token();
         tasks.spawn("client-certificate-rotation", async move {
             loop {
                 let deadline = me.next_rotation_deadline();
-                let wait = deadline
-                    .duration_since(me.clock.now())
-                    .unwrap_or_default();
+                let wait = deadline.duration_since(me.clock.now()).unwrap_or_default();
                 if !wait.is_zero() {
                     crate::vlog!(2, wait = ?wait, "Waiting for next certificate rotation");
                     tokio::select! {
@@ -309,7 +326,9 @@ impl CertificateManager {
                 delay *= 2;
             }
         }
-        tracing::error!("kubernetes.io/kube-apiserver-client-kubelet: Reached backoff limit, still unable to rotate certs");
+        tracing::error!(
+            "kubernetes.io/kube-apiserver-client-kubelet: Reached backoff limit, still unable to rotate certs"
+        );
         loop {
             tokio::time::sleep(Duration::from_secs(32)).await;
             if self.rotate_certs().await {
@@ -373,7 +392,10 @@ mod tests {
             .as_secs() as i64
     }
 
-    async fn manager(dir: &std::path::Path, bootstrap: Option<(String, String)>) -> Arc<CertificateManager> {
+    async fn manager(
+        dir: &std::path::Path,
+        bootstrap: Option<(String, String)>,
+    ) -> Arc<CertificateManager> {
         let store = FileStore::open("kubelet-client", dir, dir, None, None).unwrap();
         CertificateManager::new(ManagerConfig {
             subject: CsrSubject::node("n1"),
@@ -396,15 +418,34 @@ mod tests {
         let admin = self_signed("kubernetes-admin", "system:masters", now - 100, 1000);
         let cases = vec![
             ("nothing", None, None, None, true),
-            ("stored", Some(good.clone()), None, Some("system:node:n1"), false),
+            (
+                "stored",
+                Some(good.clone()),
+                None,
+                Some("system:node:n1"),
+                false,
+            ),
             ("stored expired", Some(expired.clone()), None, None, true),
-            ("bootstrap data", None, Some(admin.clone()), Some("kubernetes-admin"), true),
-            ("stored wins over bootstrap", Some(good.clone()), Some(admin.clone()), Some("system:node:n1"), false),
+            (
+                "bootstrap data",
+                None,
+                Some(admin.clone()),
+                Some("kubernetes-admin"),
+                true,
+            ),
+            (
+                "stored wins over bootstrap",
+                Some(good.clone()),
+                Some(admin.clone()),
+                Some("system:node:n1"),
+                false,
+            ),
         ];
         for (name, stored, bootstrap, want_cn, want_forced) in cases {
             let dir = tempfile::tempdir().unwrap();
             if let Some((c, k)) = &stored {
-                let s = FileStore::open("kubelet-client", dir.path(), dir.path(), None, None).unwrap();
+                let s =
+                    FileStore::open("kubelet-client", dir.path(), dir.path(), None, None).unwrap();
                 s.update(c.as_bytes(), k.as_bytes()).unwrap();
             }
             let m = manager(dir.path(), bootstrap).await;

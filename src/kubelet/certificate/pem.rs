@@ -70,7 +70,10 @@ impl KeyPair {
 
     /// The chain as PEM.
     pub fn certs_pem(&self) -> String {
-        self.certs.iter().map(|c| encode_pem("CERTIFICATE", c)).collect()
+        self.certs
+            .iter()
+            .map(|c| encode_pem("CERTIFICATE", c))
+            .collect()
     }
 
     /// Whether the leaf has expired at `now`.
@@ -157,7 +160,9 @@ pub(crate) mod testing {
     pub fn self_signed(cn: &str, org: &str, not_before_unix: i64, secs: i64) -> (String, String) {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, cn);
-        params.distinguished_name.push(DnType::OrganizationName, org);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
         params.not_before = time_of(not_before_unix);
         params.not_after = time_of(not_before_unix + secs);
         let key = RcKey::generate().unwrap();

@@ -194,8 +194,9 @@ impl FileStore {
                 .map_err(|e| CertificateError::io(target, e))?
                 .join(target)
         };
-        std::os::unix::fs::symlink(&abs, &updated)
-            .map_err(|e| CertificateError::io(&updated, format!("unable to create a symlink: {e}")))?;
+        std::os::unix::fs::symlink(&abs, &updated).map_err(|e| {
+            CertificateError::io(&updated, format!("unable to create a symlink: {e}"))
+        })?;
         if current_exists {
             std::fs::remove_file(&current).map_err(|e| CertificateError::io(&current, e))?;
         }
@@ -257,7 +258,10 @@ mod tests {
     fn update_writes_pair_and_moves_the_symlink() {
         let dir = tempfile::tempdir().unwrap();
         let store = FileStore::open("kubelet-client", dir.path(), dir.path(), None, None).unwrap();
-        assert!(matches!(store.current(), Err(CertificateError::NoCertKey(_))));
+        assert!(matches!(
+            store.current(),
+            Err(CertificateError::NoCertKey(_))
+        ));
 
         let (c1, k1) = self_signed("system:node:a", "system:nodes", now() - 10, 3600);
         let p1 = store.update(c1.as_bytes(), k1.as_bytes()).unwrap();

@@ -10,11 +10,11 @@ use kube::client::ConfigExt;
 use rustls_pki_types::ServerName;
 use tower::{Layer, ServiceBuilder};
 
+use super::ClientError;
 use super::connector::{ConnTracker, Connector};
 use super::kubeconfig;
 use super::ratelimit::{RateLimitLayer, TokenBucket, limiter_for};
 use super::timeout::RequestTimeoutLayer;
-use super::ClientError;
 use crate::app::server::KubeletServer;
 use crate::kubelet::certificate::bootstrap::{self, BootstrapParams, CLIENT_PAIR_PREFIX};
 use crate::kubelet::certificate::csr::{CsrSubject, KUBELET_CLIENT_SIGNER, kubelet_client_usages};
@@ -197,7 +197,11 @@ pub async fn build_clients_with_clock(
             &params.cert_dir,
         )
         .await?;
-        let (dir, cf, kf) = (params.cert_dir.clone(), rc.cert_file.clone(), rc.key_file.clone());
+        let (dir, cf, kf) = (
+            params.cert_dir.clone(),
+            rc.cert_file.clone(),
+            rc.key_file.clone(),
+        );
         let store = crate::kubelet::certificate::blocking(move || {
             FileStore::open(CLIENT_PAIR_PREFIX, &dir, &dir, cf, kf)
         })
@@ -212,7 +216,11 @@ pub async fn build_clients_with_clock(
         })
         .await?;
         let bootstrap_client = kube::Client::try_from(rc.cert_config.clone()).map_err(build_err)?;
-        (rc.user.anonymous_config(), Some(manager), Some(bootstrap_client))
+        (
+            rc.user.anonymous_config(),
+            Some(manager),
+            Some(bootstrap_client),
+        )
     } else {
         if let Some(b) = &params.bootstrap_kubeconfig {
             bootstrap::load_client_cert(&BootstrapParams {
@@ -223,10 +231,16 @@ pub async fn build_clients_with_clock(
             })
             .await?;
         }
-        (kubeconfig::load(&params.kubeconfig).await?.config, None, None)
+        (
+            kubeconfig::load(&params.kubeconfig).await?.config,
+            None,
+            None,
+        )
     };
     let ua = HeaderValue::from_str(&user_agent()).map_err(build_err)?;
-    config.headers.push((HeaderName::from_static("user-agent"), ua));
+    config
+        .headers
+        .push((HeaderName::from_static("user-agent"), ua));
 
     let resolver = cert_manager.as_ref().map(|m| m.resolver());
     let hyper = make_transport(&config, resolver, &tracker)?;
@@ -267,6 +281,12 @@ impl KubeClients {
     /// Drops every open connection of the three clients.
     pub fn close_all_connections(&self) {
         self.tracker.close_all();
+    }
+
+    /// How many times the connections were dropped (heartbeat failures,
+    /// certificate rotations).
+    pub fn connection_drops(&self) -> u64 {
+        self.tracker.close_count()
     }
 
     /// The hook node status and the lease call on repeated heartbeat

@@ -31,6 +31,7 @@ pub const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug, Default)]
 pub struct ConnTracker {
     current: Arc<Mutex<CancellationToken>>,
+    closes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ConnTracker {
@@ -52,6 +53,13 @@ impl ConnTracker {
             std::mem::take(&mut *cur)
         };
         old.cancel();
+        self.closes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many times every connection was dropped.
+    pub fn close_count(&self) -> u64 {
+        self.closes.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -151,7 +159,10 @@ impl tower::Service<Uri> for Connector {
                 let name = match &me.server_name {
                     Some(n) => n.clone(),
                     None => ServerName::try_from(host.clone()).map_err(|e| {
-                        io_err(io::ErrorKind::InvalidInput, format!("server name {host}: {e}"))
+                        io_err(
+                            io::ErrorKind::InvalidInput,
+                            format!("server name {host}: {e}"),
+                        )
                     })?,
                 };
                 Stream::Tls(Box::new(tls.connect(name, tcp).await?))

@@ -12,6 +12,9 @@ use kube::config::{AuthInfo, Cluster, KubeConfigOptions, Kubeconfig};
 use super::ClientError;
 use crate::kubelet::certificate::pem::{leaf_info, parse_certs};
 
+/// A client certificate (chain) and its key, as PEM.
+pub type CertKeyPem = (Vec<u8>, Vec<u8>);
+
 /// A kubeconfig as read from disk: the file form and the client
 /// configuration of its current context.
 #[derive(Clone)]
@@ -53,7 +56,7 @@ impl LoadedKubeconfig {
 
     /// The client certificate and key PEM the user entry names (inline data
     /// or files), when it names both.
-    pub fn client_cert_and_key(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>, ClientError> {
+    pub fn client_cert_and_key(&self) -> Result<Option<CertKeyPem>, ClientError> {
         let Some(auth) = self.auth_info() else {
             return Ok(None);
         };
@@ -69,7 +72,7 @@ impl LoadedKubeconfig {
 
     /// Inline client certificate data only (what kubeadm hands a kubelet
     /// that should rotate its initial credentials).
-    pub fn inline_cert_and_key(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>, ClientError> {
+    pub fn inline_cert_and_key(&self) -> Result<Option<CertKeyPem>, ClientError> {
         let Some(auth) = self.auth_info() else {
             return Ok(None);
         };
@@ -113,7 +116,12 @@ impl LoadedKubeconfig {
             None => None,
         };
         Ok(ClusterInfo {
-            server: self.config.cluster_url.to_string().trim_end_matches('/').to_string(),
+            server: self
+                .config
+                .cluster_url
+                .to_string()
+                .trim_end_matches('/')
+                .to_string(),
             insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
             ca_file: cluster.certificate_authority.clone(),
             ca_data,
@@ -156,10 +164,12 @@ fn data_or_file(
             });
     }
     match file {
-        Some(f) => std::fs::read(f).map(Some).map_err(|e| ClientError::Kubeconfig {
-            path: kubeconfig.to_path_buf(),
-            reason: format!("reading {f}: {e}"),
-        }),
+        Some(f) => std::fs::read(f)
+            .map(Some)
+            .map_err(|e| ClientError::Kubeconfig {
+                path: kubeconfig.to_path_buf(),
+                reason: format!("reading {f}: {e}"),
+            }),
         None => Ok(None),
     }
 }
@@ -393,7 +403,10 @@ mod tests {
             0o600
         );
         let loaded = load(&path).await.unwrap();
-        assert_eq!(loaded.config.cluster_url.to_string(), "https://10.0.0.1:6443/");
+        assert_eq!(
+            loaded.config.cluster_url.to_string(),
+            "https://10.0.0.1:6443/"
+        );
         assert_eq!(loaded.config.default_namespace, "default");
         let (cf, kf) = loaded.cert_files();
         assert_eq!(cf.as_deref(), Some(pem.as_path()));

@@ -217,7 +217,10 @@ impl EventCorrelator {
             let mut p = serde_json::Map::new();
             p.insert("count".into(), serde_json::json!(last.count + 1));
             if let Some(t) = &e.last_timestamp {
-                p.insert("lastTimestamp".into(), serde_json::to_value(t).unwrap_or_default());
+                p.insert(
+                    "lastTimestamp".into(),
+                    serde_json::to_value(t).unwrap_or_default(),
+                );
             }
             if !s(&e.message).is_empty() {
                 p.insert("message".into(), serde_json::json!(s(&e.message)));
@@ -338,13 +341,17 @@ mod tests {
     fn identical_events_become_count_patches() {
         let mut c = EventCorrelator::new();
         let t0 = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let first = c.correlate(&ev("p", "Pulling", "pulling x", t0), t0).unwrap();
+        let first = c
+            .correlate(&ev("p", "Pulling", "pulling x", t0), t0)
+            .unwrap();
         assert!(first.patch.is_none());
         assert_eq!(first.event.count, Some(1));
         c.update_state(&stored(first.event.clone(), 5));
 
         let t1 = t0 + Duration::from_secs(3);
-        let second = c.correlate(&ev("p", "Pulling", "pulling x", t1), t1).unwrap();
+        let second = c
+            .correlate(&ev("p", "Pulling", "pulling x", t1), t1)
+            .unwrap();
         assert_eq!(second.event.metadata.name, first.event.metadata.name);
         assert_eq!(second.event.metadata.resource_version.as_deref(), Some("5"));
         assert_eq!(second.event.count, Some(2));
@@ -370,7 +377,11 @@ mod tests {
                 .correlate(&ev("p", "BackOff", &format!("msg {i}"), t), t)
                 .unwrap();
             c.update_state(&stored(r.event.clone(), 10 + i as u32));
-            outcomes.push((r.event.message.clone().unwrap(), r.event.count, r.patch.is_some()));
+            outcomes.push((
+                r.event.message.clone().unwrap(),
+                r.event.count,
+                r.patch.is_some(),
+            ));
         }
         for (i, (msg, count, patched)) in outcomes.iter().enumerate().take(9) {
             assert_eq!(msg, &format!("msg {i}"));
@@ -385,7 +396,9 @@ mod tests {
 
         // After ten quiet minutes the aggregation starts over.
         let later = t0 + Duration::from_secs(12 + 601);
-        let r = c.correlate(&ev("p", "BackOff", "fresh", later), later).unwrap();
+        let r = c
+            .correlate(&ev("p", "BackOff", "fresh", later), later)
+            .unwrap();
         assert_eq!(r.event.message.as_deref(), Some("fresh"));
     }
 
@@ -396,7 +409,9 @@ mod tests {
         let mut passed = 0;
         for i in 0..30 {
             // Distinct reasons so that nothing aggregates.
-            if c.correlate(&ev("p", &format!("R{i}"), "m", t0), t0).is_some() {
+            if c.correlate(&ev("p", &format!("R{i}"), "m", t0), t0)
+                .is_some()
+            {
                 passed += 1;
             }
         }

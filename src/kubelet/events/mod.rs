@@ -47,7 +47,12 @@ pub trait EventRecorder: Send + Sync + 'static {
 }
 
 /// Logs an event as the kubelet's structured event logging does (V(3)).
-pub(crate) fn log_event(object: &ObjectReference, event_type: EventType, reason: &str, message: &str) {
+pub(crate) fn log_event(
+    object: &ObjectReference,
+    event_type: EventType,
+    reason: &str,
+    message: &str,
+) {
     let ns = object.namespace.as_deref().unwrap_or("");
     let name = object.name.as_deref().unwrap_or("");
     let obj = if ns.is_empty() {
@@ -100,7 +105,11 @@ impl NodeEvents {
 
     /// BirthCry: "Starting kubelet." on the node.
     pub fn birth_cry(&self) {
-        self.event(EventType::Normal, reasons::STARTING_KUBELET, "Starting kubelet.");
+        self.event(
+            EventType::Normal,
+            reasons::STARTING_KUBELET,
+            "Starting kubelet.",
+        );
     }
 }
 

@@ -117,7 +117,8 @@ impl ApiEventRecorder {
                         None => return,
                     },
                 };
-                let write = record_to_sink(sink.as_ref(), &mut correlator, event, clock.as_ref(), sleep);
+                let write =
+                    record_to_sink(sink.as_ref(), &mut correlator, event, clock.as_ref(), sleep);
                 tokio::select! {
                     _ = token.cancelled() => return,
                     _ = write => {}
@@ -126,7 +127,13 @@ impl ApiEventRecorder {
         });
     }
 
-    fn make_event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) -> Event {
+    fn make_event(
+        &self,
+        object: &ObjectReference,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) -> Event {
         let now = self.clock.now();
         let t = api_time(now);
         let ns = object
@@ -285,7 +292,10 @@ mod tests {
         async fn patch(&self, event: &Event, _p: &serde_json::Value) -> Result<Event, kube::Error> {
             self.calls.lock().unwrap().push("patch".into());
             let mut stored = self.stored.lock().unwrap();
-            match stored.iter_mut().find(|s| s.metadata.name == event.metadata.name) {
+            match stored
+                .iter_mut()
+                .find(|s| s.metadata.name == event.metadata.name)
+            {
                 Some(s) => {
                     s.count = event.count;
                     Ok(s.clone())
@@ -329,15 +339,30 @@ mod tests {
         assert_eq!(stored.len(), 1);
         assert_eq!(stored[0].count, Some(2));
         assert_eq!(stored[0].metadata.namespace.as_deref(), Some("ns"));
-        assert_eq!(stored[0].source.as_ref().and_then(|s| s.host.as_deref()), Some("n1"));
+        assert_eq!(
+            stored[0].source.as_ref().and_then(|s| s.host.as_deref()),
+            Some("n1")
+        );
         assert_eq!(stored[0].reporting_component.as_deref(), Some("kubelet"));
-        assert!(stored[0].metadata.name.as_deref().unwrap().starts_with("p."));
+        assert!(
+            stored[0]
+                .metadata
+                .name
+                .as_deref()
+                .unwrap()
+                .starts_with("p.")
+        );
     }
 
     #[tokio::test]
     async fn node_events_land_in_default() {
         let rec = ApiEventRecorder::new("n1", Arc::new(RealClock));
-        let e = rec.make_event(&super::super::node_ref("n1"), EventType::Normal, "Starting", "Starting kubelet.");
+        let e = rec.make_event(
+            &super::super::node_ref("n1"),
+            EventType::Normal,
+            "Starting",
+            "Starting kubelet.",
+        );
         assert_eq!(e.metadata.namespace.as_deref(), Some("default"));
         assert_eq!(e.involved_object.uid.as_deref(), Some("n1"));
     }

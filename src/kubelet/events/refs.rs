@@ -27,7 +27,8 @@ pub fn pod_ref(pod: &Pod) -> ObjectReference {
 /// sandbox).
 pub fn container_field_path(pod: &Pod, container_name: &str) -> String {
     let spec = pod.spec.as_ref();
-    let has = |l: Option<&Vec<Container>>| l.is_some_and(|l| l.iter().any(|c| c.name == container_name));
+    let has =
+        |l: Option<&Vec<Container>>| l.is_some_and(|l| l.iter().any(|c| c.name == container_name));
     if has(spec.map(|s| &s.containers)) {
         format!("spec.containers{{{container_name}}}")
     } else if has(spec.and_then(|s| s.init_containers.as_ref())) {
@@ -94,6 +95,9 @@ mod tests {
             assert_eq!(r.resource_version.as_deref(), Some("7"));
         }
         let n = node_ref("n1");
-        assert_eq!((n.name.as_deref(), n.uid.as_deref(), n.namespace), (Some("n1"), Some("n1"), None));
+        assert_eq!(
+            (n.name.as_deref(), n.uid.as_deref(), n.namespace),
+            (Some("n1"), Some("n1"), None)
+        );
     }
 }

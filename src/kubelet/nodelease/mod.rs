@@ -110,7 +110,10 @@ impl LeaseController {
     }
 
     fn latest(&self) -> Option<Lease> {
-        self.latest.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.latest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn set_latest(&self, l: Option<Lease>) {
@@ -122,7 +125,9 @@ impl LeaseController {
         if let Some(latest) = self.latest() {
             match self.retry_update(latest).await {
                 Ok(()) => return,
-                Err(e) => tracing::info!(error = %e, "Failed to update lease using latest lease, fallback to ensure lease"),
+                Err(e) => {
+                    tracing::info!(error = %e, "Failed to update lease using latest lease, fallback to ensure lease")
+                }
             }
         }
         let (lease, created) = self.backoff_ensure().await;
@@ -216,8 +221,14 @@ impl LeaseController {
                 }),
             },
         };
-        lease.spec.get_or_insert_with(Default::default).renew_time = Some(micro_now(self.clock.as_ref()));
-        if lease.metadata.owner_references.as_ref().is_none_or(|o| o.is_empty()) {
+        lease.spec.get_or_insert_with(Default::default).renew_time =
+            Some(micro_now(self.clock.as_ref()));
+        if lease
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_none_or(|o| o.is_empty())
+        {
             let nodes: Api<Node> = Api::all(self.client.clone());
             match nodes.get(&self.node_name).await {
                 Ok(node) => {

@@ -87,9 +87,12 @@ pub fn parse_node_ips(arg: &str) -> Result<Vec<IpAddr>, String> {
     let ips: Vec<IpAddr> = arg
         .split(',')
         .map(|s| {
-            s.trim()
-                .parse::<IpAddr>()
-                .map_err(|_| format!("--node-ip {arg:?}: {:?} is not a valid IP address", s.trim()))
+            s.trim().parse::<IpAddr>().map_err(|_| {
+                format!(
+                    "--node-ip {arg:?}: {:?} is not a valid IP address",
+                    s.trim()
+                )
+            })
         })
         .collect::<Result<_, _>>()?;
     match ips.as_slice() {
@@ -98,7 +101,9 @@ pub fn parse_node_ips(arg: &str) -> Result<Vec<IpAddr>, String> {
         [_, _] => Err(format!(
             "--node-ip {arg:?}: dual-stack --node-ip must have one IPv4 and one IPv6 address"
         )),
-        _ => Err(format!("--node-ip {arg:?}: must contain at most two IP addresses")),
+        _ => Err(format!(
+            "--node-ip {arg:?}: must contain at most two IP addresses"
+        )),
     }
 }
 
@@ -113,7 +118,11 @@ fn is_link_local_unicast(ip: &IpAddr) -> bool {
 /// or the IPv4 broadcast address.
 pub fn is_global_unicast(ip: &IpAddr) -> bool {
     let broadcast = matches!(ip, IpAddr::V4(v4) if v4.is_broadcast());
-    !(ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || is_link_local_unicast(ip) || broadcast)
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || is_link_local_unicast(ip)
+        || broadcast)
 }
 
 /// The node IP must be a usable unicast address of one of this host's
@@ -134,13 +143,16 @@ pub fn validate_node_ip(ip: &IpAddr, host: &HostNetwork) -> Result<(), String> {
     if host.addrs()?.iter().any(|a| a.ip == *ip) {
         return Ok(());
     }
-    Err(format!("node IP: {ip:?} not found in the host's network interfaces"))
+    Err(format!(
+        "node IP: {ip:?} not found in the host's network interfaces"
+    ))
 }
 
 /// A default route: (interface, IPv4?).
 fn default_routes(host: &HostNetwork) -> Result<Vec<(String, bool)>, String> {
     let read = |p: &Path| std::fs::read_to_string(p);
-    let v4 = read(&host.ipv4_route_file).map_err(|e| format!("{}: {e}", host.ipv4_route_file.display()))?;
+    let v4 = read(&host.ipv4_route_file)
+        .map_err(|e| format!("{}: {e}", host.ipv4_route_file.display()))?;
     let mut routes = Vec::new();
     for line in v4.lines() {
         if line.starts_with("Iface") {
@@ -179,12 +191,19 @@ fn global_ip_of<'a>(addrs: &'a [IfAddr], iface: &str, v4: bool) -> Option<&'a If
 /// The IP of the interface carrying a default route (Go's
 /// ChooseHostInterface, IPv4 preferred unless `prefer_v6`).
 pub fn choose_host_interface(host: &HostNetwork, prefer_v6: bool) -> Result<IpAddr, String> {
-    let families = if prefer_v6 { [false, true] } else { [true, false] };
+    let families = if prefer_v6 {
+        [false, true]
+    } else {
+        [true, false]
+    };
     let addrs = host.addrs()?;
     if !host.ipv4_route_file.exists() {
         for v4 in families {
             if let Some(a) = addrs.iter().find(|a| {
-                a.up && !a.loopback && !a.point_to_point && a.ip.is_ipv4() == v4 && is_global_unicast(&a.ip)
+                a.up && !a.loopback
+                    && !a.point_to_point
+                    && a.ip.is_ipv4() == v4
+                    && is_global_unicast(&a.ip)
             }) {
                 return Ok(a.ip);
             }
@@ -212,7 +231,10 @@ pub fn choose_host_interface(host: &HostNetwork, prefer_v6: bool) -> Result<IpAd
 }
 
 /// The node's addresses: InternalIP and Hostname.
-pub async fn node_addresses(cfg: &AddressConfig, node_name: &str) -> Result<Vec<NodeAddress>, String> {
+pub async fn node_addresses(
+    cfg: &AddressConfig,
+    node_name: &str,
+) -> Result<Vec<NodeAddress>, String> {
     let node_ip = cfg.node_ips.first().copied();
     let specified = node_ip.filter(|ip| !ip.is_unspecified());
     let prefer_v4 = node_ip.is_none_or(|ip| ip.is_ipv4());
@@ -224,7 +246,12 @@ pub async fn node_addresses(cfg: &AddressConfig, node_name: &str) -> Result<Vec<
             .map_err(|e| format!("failed to validate nodeIP: {e}"))?;
         crate::vlog!(4, ip = %ip, "Using node IP");
     }
-    if let Some(second) = cfg.node_ips.get(1).copied().filter(|ip| !ip.is_unspecified()) {
+    if let Some(second) = cfg
+        .node_ips
+        .get(1)
+        .copied()
+        .filter(|ip| !ip.is_unspecified())
+    {
         let h = host.clone();
         blocking(move || validate_node_ip(&second, &h))
             .await
@@ -261,7 +288,11 @@ pub async fn node_addresses(cfg: &AddressConfig, node_name: &str) -> Result<Vec<
                 blocking(move || choose_host_interface(&h, prefer_v6))
                     .await
                     .map_err(|e| {
-                        let e = if last_err.is_empty() { e } else { format!("{e}; {last_err}") };
+                        let e = if last_err.is_empty() {
+                            e
+                        } else {
+                            format!("{e}; {last_err}")
+                        };
                         format!("can't get ip address of node {node_name}. error: {e}")
                     })?
             }
@@ -326,21 +357,38 @@ eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
             ("10.0.0.1,fd00::1,10.0.0.2", Err(())),
         ];
         for (arg, want) in cases {
-            assert_eq!(parse_node_ips(arg).map(|v| v.len()).map_err(|_| ()), *want, "{arg}");
+            assert_eq!(
+                parse_node_ips(arg).map(|v| v.len()).map_err(|_| ()),
+                *want,
+                "{arg}"
+            );
         }
     }
 
     #[test]
     fn validate_table() {
         let dir = tempfile::tempdir().unwrap();
-        let h = host(dir.path(), ROUTES, vec![ifa("lo", "127.0.0.1", true), ifa("eth0", "192.0.2.2", false)]);
+        let h = host(
+            dir.path(),
+            ROUTES,
+            vec![
+                ifa("lo", "127.0.0.1", true),
+                ifa("eth0", "192.0.2.2", false),
+            ],
+        );
         let cases = [
             ("192.0.2.2", None),
             ("127.0.0.1", Some("nodeIP can't be loopback address")),
             ("224.0.0.1", Some("nodeIP can't be a multicast address")),
-            ("169.254.1.1", Some("nodeIP can't be a link-local unicast address")),
+            (
+                "169.254.1.1",
+                Some("nodeIP can't be a link-local unicast address"),
+            ),
             ("0.0.0.0", Some("nodeIP can't be an all zeros address")),
-            ("10.9.9.9", Some("node IP: 10.9.9.9 not found in the host's network interfaces")),
+            (
+                "10.9.9.9",
+                Some("node IP: 10.9.9.9 not found in the host's network interfaces"),
+            ),
         ];
         for (ip, want) in cases {
             let got = validate_node_ip(&ip.parse().unwrap(), &h).err();
@@ -361,24 +409,50 @@ eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
                 ifa("eth0", "192.0.2.2", false),
             ],
         );
-        assert_eq!(choose_host_interface(&h, false).unwrap().to_string(), "192.0.2.2");
+        assert_eq!(
+            choose_host_interface(&h, false).unwrap().to_string(),
+            "192.0.2.2"
+        );
         // No default route at all.
-        let none = host(dir.path(), "Iface\tDestination\n", vec![ifa("eth0", "192.0.2.2", false)]);
-        assert!(choose_host_interface(&none, false).unwrap_err().contains("no default routes"));
+        let none = host(
+            dir.path(),
+            "Iface\tDestination\n",
+            vec![ifa("eth0", "192.0.2.2", false)],
+        );
+        assert!(
+            choose_host_interface(&none, false)
+                .unwrap_err()
+                .contains("no default routes")
+        );
         // No routing table: the first global address of an up, non-loopback interface.
         let mut no_table = h.clone();
         no_table.ipv4_route_file = dir.path().join("absent");
-        assert_eq!(choose_host_interface(&no_table, false).unwrap().to_string(), "10.88.0.1");
+        assert_eq!(
+            choose_host_interface(&no_table, false).unwrap().to_string(),
+            "10.88.0.1"
+        );
     }
 
     #[tokio::test]
     async fn addresses_table() {
         let dir = tempfile::tempdir().unwrap();
-        let h = host(dir.path(), ROUTES, vec![ifa("lo", "127.0.0.1", true), ifa("eth0", "192.0.2.2", false)]);
+        let h = host(
+            dir.path(),
+            ROUTES,
+            vec![
+                ifa("lo", "127.0.0.1", true),
+                ifa("eth0", "192.0.2.2", false),
+            ],
+        );
         // (node ips, hostname, node name, want internal ip or error)
         let cases: Vec<(&str, &str, &str, Result<&str, &str>)> = vec![
             ("192.0.2.2", "h1", "n1", Ok("192.0.2.2")),
-            ("10.1.1.1", "h1", "n1", Err("failed to validate nodeIP: node IP: 10.1.1.1 not found")),
+            (
+                "10.1.1.1",
+                "h1",
+                "n1",
+                Err("failed to validate nodeIP: node IP: 10.1.1.1 not found"),
+            ),
             ("", "192.0.2.77", "n1", Ok("192.0.2.77")),
             // localhost resolves to loopback only: the default route decides.
             ("", "h1", "localhost", Ok("192.0.2.2")),
@@ -394,7 +468,10 @@ eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
                 (Ok(a), Ok(ip)) => {
                     assert_eq!(a[0].type_, "InternalIP");
                     assert_eq!(a[0].address, ip, "{ips} {hostname}");
-                    assert_eq!((a[1].type_.as_str(), a[1].address.as_str()), ("Hostname", hostname));
+                    assert_eq!(
+                        (a[1].type_.as_str(), a[1].address.as_str()),
+                        ("Hostname", hostname)
+                    );
                 }
                 (Err(e), Err(w)) => assert!(e.starts_with(w), "{e}"),
                 (got, want) => panic!("{ips} {hostname}: got {got:?}, want {want:?}"),

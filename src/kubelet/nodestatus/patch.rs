@@ -34,7 +34,11 @@ pub fn two_way_merge_patch(original: &Value, modified: &Value) -> Value {
     }
 }
 
-fn diff_maps(o: &Map<String, Value>, m: &Map<String, Value>, path: &mut Vec<String>) -> Map<String, Value> {
+fn diff_maps(
+    o: &Map<String, Value>,
+    m: &Map<String, Value>,
+    path: &mut Vec<String>,
+) -> Map<String, Value> {
     let mut patch = Map::new();
     for (k, mv) in m {
         match o.get(k) {
@@ -114,7 +118,10 @@ fn diff_merge_list(
         return;
     }
     items.sort_by(|a, b| a.0.cmp(&b.0));
-    patch.insert(field.to_string(), Value::Array(items.into_iter().map(|(_, v)| v).collect()));
+    patch.insert(
+        field.to_string(),
+        Value::Array(items.into_iter().map(|(_, v)| v).collect()),
+    );
     let order: Vec<Value> = m.iter().map(|mv| json!({ key: key_of(mv) })).collect();
     patch.insert(format!("$setElementOrder/{field}"), Value::Array(order));
 }
@@ -134,8 +141,16 @@ pub fn node_status_patch(old: &Node, new: &Node) -> Result<Value, PatchError> {
         node: old.metadata.name.clone().unwrap_or_default(),
         reason: e.to_string(),
     };
-    let old_addrs = old.status.as_ref().and_then(|s| s.addresses.clone()).unwrap_or_default();
-    let new_addrs = new.status.as_ref().and_then(|s| s.addresses.clone()).unwrap_or_default();
+    let old_addrs = old
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.clone())
+        .unwrap_or_default();
+    let new_addrs = new
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.clone())
+        .unwrap_or_default();
     let manual_addresses = !old_addrs.is_empty() && old_addrs != new_addrs;
     let mut diff = new.clone();
     diff.spec = old.spec.clone();
@@ -246,7 +261,10 @@ mod tests {
                 ]
             }})
         );
-        assert!(!node_status_has_changed(old.status.as_ref(), new.status.as_ref()));
+        assert!(!node_status_has_changed(
+            old.status.as_ref(),
+            new.status.as_ref()
+        ));
     }
 
     #[test]
@@ -290,7 +308,12 @@ mod tests {
                 json!({"metadata": {"name": "n"}, "status": {"images": [{"names": ["b"], "sizeBytes": 2}, {"names": ["a"], "sizeBytes": 1}]}}),
                 json!({"status": {"images": [{"names": ["b"], "sizeBytes": 2}, {"names": ["a"], "sizeBytes": 1}]}}),
             ),
-            ("nothing", json!({"metadata": {"name": "n"}}), json!({"metadata": {"name": "n"}}), json!({})),
+            (
+                "nothing",
+                json!({"metadata": {"name": "n"}}),
+                json!({"metadata": {"name": "n"}}),
+                json!({}),
+            ),
         ];
         for (name, old, new, want) in cases {
             let p = node_status_patch(&node(old), &node(new)).unwrap();
@@ -304,14 +327,38 @@ mod tests {
         let st = |v: Value| -> NodeStatus { serde_json::from_value(v).unwrap() };
         let cases = vec![
             ("same", base.clone(), false),
-            ("heartbeat only", json!({"capacity": {"memory": "1Gi"}, "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2024-01-01T00:00:00Z"}]}), false),
-            ("same quantity spelled differently", json!({"capacity": {"memory": "1024Mi"}, "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2023-01-01T00:00:00Z"}]}), false),
-            ("condition status", json!({"capacity": {"memory": "1Gi"}, "conditions": [{"type": "Ready", "status": "False", "lastHeartbeatTime": "2023-01-01T00:00:00Z"}]}), true),
-            ("capacity", json!({"capacity": {"memory": "2Gi"}, "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2023-01-01T00:00:00Z"}]}), true),
-            ("extra condition", json!({"capacity": {"memory": "1Gi"}, "conditions": [{"type": "Ready", "status": "True"}, {"type": "X", "status": "True"}]}), true),
+            (
+                "heartbeat only",
+                json!({"capacity": {"memory": "1Gi"}, "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2024-01-01T00:00:00Z"}]}),
+                false,
+            ),
+            (
+                "same quantity spelled differently",
+                json!({"capacity": {"memory": "1024Mi"}, "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2023-01-01T00:00:00Z"}]}),
+                false,
+            ),
+            (
+                "condition status",
+                json!({"capacity": {"memory": "1Gi"}, "conditions": [{"type": "Ready", "status": "False", "lastHeartbeatTime": "2023-01-01T00:00:00Z"}]}),
+                true,
+            ),
+            (
+                "capacity",
+                json!({"capacity": {"memory": "2Gi"}, "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2023-01-01T00:00:00Z"}]}),
+                true,
+            ),
+            (
+                "extra condition",
+                json!({"capacity": {"memory": "1Gi"}, "conditions": [{"type": "Ready", "status": "True"}, {"type": "X", "status": "True"}]}),
+                true,
+            ),
         ];
         for (name, new, want) in cases {
-            assert_eq!(node_status_has_changed(Some(&st(base.clone())), Some(&st(new))), want, "{name}");
+            assert_eq!(
+                node_status_has_changed(Some(&st(base.clone())), Some(&st(new))),
+                want,
+                "{name}"
+            );
         }
     }
 }

@@ -92,14 +92,29 @@ pub fn initial_node(cfg: &RegistrationConfig) -> Node {
     }
     let mut annotations = BTreeMap::new();
     if cfg.enable_controller_attach_detach {
-        crate::vlog!(2, "Setting node annotation to enable volume controller attach/detach");
-        annotations.insert(CONTROLLER_MANAGED_ATTACH_ANNOTATION.to_string(), "true".to_string());
+        crate::vlog!(
+            2,
+            "Setting node annotation to enable volume controller attach/detach"
+        );
+        annotations.insert(
+            CONTROLLER_MANAGED_ATTACH_ANNOTATION.to_string(),
+            "true".to_string(),
+        );
     } else {
-        crate::vlog!(2, "Controller attach/detach is disabled for this node; Kubelet will attach and detach volumes");
+        crate::vlog!(
+            2,
+            "Controller attach/detach is disabled for this node; Kubelet will attach and detach volumes"
+        );
     }
     if cfg.keep_terminated_pod_volumes {
-        crate::vlog!(2, "Setting node annotation to keep pod volumes of terminated pods attached to the node");
-        annotations.insert(KEEP_TERMINATED_POD_VOLUMES_ANNOTATION.to_string(), "true".to_string());
+        crate::vlog!(
+            2,
+            "Setting node annotation to keep pod volumes of terminated pods attached to the node"
+        );
+        annotations.insert(
+            KEEP_TERMINATED_POD_VOLUMES_ANNOTATION.to_string(),
+            "true".to_string(),
+        );
     }
     for (k, v) in &cfg.node_labels {
         if let Some(cur) = labels.get(k) {
@@ -143,13 +158,17 @@ pub fn reconcile_cmad_annotation(initial: &Node, existing: &mut Node) -> bool {
     }
     match want {
         None => {
-            tracing::info!("Controller attach-detach setting changed to false; updating existing Node");
+            tracing::info!(
+                "Controller attach-detach setting changed to false; updating existing Node"
+            );
             if let Some(a) = existing.metadata.annotations.as_mut() {
                 a.remove(CONTROLLER_MANAGED_ATTACH_ANNOTATION);
             }
         }
         Some(v) => {
-            tracing::info!("Controller attach-detach setting changed to true; updating existing Node");
+            tracing::info!(
+                "Controller attach-detach setting changed to true; updating existing Node"
+            );
             existing
                 .metadata
                 .annotations
@@ -236,8 +255,14 @@ pub fn reconcile_extended_resources(initial: &Node, existing: &mut Node, reset: 
     for k in names {
         tracing::info!(resource_name = %k, node = ?existing.metadata.name, "Zero out resource capacity in existing node");
         let status = existing.status.get_or_insert_with(NodeStatus::default);
-        status.capacity.get_or_insert_with(BTreeMap::new).insert(k.clone(), Quantity("0".into()));
-        status.allocatable.get_or_insert_with(BTreeMap::new).insert(k, Quantity("0".into()));
+        status
+            .capacity
+            .get_or_insert_with(BTreeMap::new)
+            .insert(k.clone(), Quantity("0".into()));
+        status
+            .allocatable
+            .get_or_insert_with(BTreeMap::new)
+            .insert(k, Quantity("0".into()));
         changed = true;
     }
     changed
@@ -327,33 +352,48 @@ mod tests {
 
     #[test]
     fn initial_node_table() {
-        let taint = |k: &str, e: &str| Taint { key: k.into(), effect: e.into(), ..Default::default() };
+        let taint = |k: &str, e: &str| Taint {
+            key: k.into(),
+            effect: e.into(),
+            ..Default::default()
+        };
         let cases: Vec<(&str, RegistrationConfig, serde_json::Value)> = vec![
-            ("defaults", cfg(), json!({
-                "metadata": {"name": "n1",
-                    "labels": {"beta.kubernetes.io/arch": super::super::go_arch(), "beta.kubernetes.io/os": "linux",
-                        "kubernetes.io/arch": super::super::go_arch(), "kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux"},
-                    "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-                "spec": {}, "status": {}
-            })),
-            ("labels, taints, unschedulable, no attach/detach", RegistrationConfig {
-                node_labels: BTreeMap::from([("role".into(), "edge".into()), ("kubernetes.io/hostname".into(), "alias".into())]),
-                register_with_taints: vec![taint("dedicated", "NoExecute")],
-                register_schedulable: false,
-                enable_controller_attach_detach: false,
-                keep_terminated_pod_volumes: true,
-                provider_id: "aws:///i-1".into(),
-                ..cfg()
-            }, json!({
-                "metadata": {"name": "n1",
-                    "labels": {"beta.kubernetes.io/arch": super::super::go_arch(), "beta.kubernetes.io/os": "linux",
-                        "kubernetes.io/arch": super::super::go_arch(), "kubernetes.io/hostname": "alias", "kubernetes.io/os": "linux", "role": "edge"},
-                    "annotations": {"volumes.kubernetes.io/keep-terminated-pod-volumes": "true"}},
-                "spec": {"unschedulable": true, "providerID": "aws:///i-1", "taints": [
-                    {"key": "dedicated", "effect": "NoExecute"},
-                    {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
-                ]}, "status": {}
-            })),
+            (
+                "defaults",
+                cfg(),
+                json!({
+                    "metadata": {"name": "n1",
+                        "labels": {"beta.kubernetes.io/arch": super::super::go_arch(), "beta.kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": super::super::go_arch(), "kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux"},
+                        "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+                    "spec": {}, "status": {}
+                }),
+            ),
+            (
+                "labels, taints, unschedulable, no attach/detach",
+                RegistrationConfig {
+                    node_labels: BTreeMap::from([
+                        ("role".into(), "edge".into()),
+                        ("kubernetes.io/hostname".into(), "alias".into()),
+                    ]),
+                    register_with_taints: vec![taint("dedicated", "NoExecute")],
+                    register_schedulable: false,
+                    enable_controller_attach_detach: false,
+                    keep_terminated_pod_volumes: true,
+                    provider_id: "aws:///i-1".into(),
+                    ..cfg()
+                },
+                json!({
+                    "metadata": {"name": "n1",
+                        "labels": {"beta.kubernetes.io/arch": super::super::go_arch(), "beta.kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": super::super::go_arch(), "kubernetes.io/hostname": "alias", "kubernetes.io/os": "linux", "role": "edge"},
+                        "annotations": {"volumes.kubernetes.io/keep-terminated-pod-volumes": "true"}},
+                    "spec": {"unschedulable": true, "providerID": "aws:///i-1", "taints": [
+                        {"key": "dedicated", "effect": "NoExecute"},
+                        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+                    ]}, "status": {}
+                }),
+            ),
         ];
         for (name, c, want) in cases {
             let mut got = serde_json::to_value(initial_node(&c)).unwrap();
@@ -365,28 +405,48 @@ mod tests {
     #[test]
     fn reconcile_table() {
         let mut initial = initial_node(&cfg());
-        initial.status = Some(serde_json::from_value(json!({
-            "capacity": {"cpu": "2", "hugepages-2Mi": "4Mi", "memory": "1Gi"},
-            "allocatable": {"cpu": "2", "hugepages-2Mi": "4Mi", "memory": "1Gi"}
-        })).unwrap());
+        initial.status = Some(
+            serde_json::from_value(json!({
+                "capacity": {"cpu": "2", "hugepages-2Mi": "4Mi", "memory": "1Gi"},
+                "allocatable": {"cpu": "2", "hugepages-2Mi": "4Mi", "memory": "1Gi"}
+            }))
+            .unwrap(),
+        );
         let cases: Vec<(&str, serde_json::Value, bool, bool, serde_json::Value)> = vec![
-            ("in line already", serde_json::to_value(&initial).unwrap(), false, false, serde_json::to_value(&initial).unwrap()),
-            ("annotation, labels and huge pages", json!({
-                "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "old", "custom": "x"}},
-                "status": {"capacity": {"cpu": "2", "hugepages-1Gi": "1Gi", "example.com/gpu": "2"},
-                           "allocatable": {"cpu": "2", "hugepages-1Gi": "1Gi", "example.com/gpu": "2"}}
-            }), true, true, json!({
-                "metadata": {"name": "n1",
-                    "labels": {"beta.kubernetes.io/arch": super::super::go_arch(), "beta.kubernetes.io/os": "linux", "custom": "x",
-                        "kubernetes.io/arch": super::super::go_arch(), "kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux"},
-                    "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-                "status": {"capacity": {"cpu": "2", "example.com/gpu": "0", "hugepages-2Mi": "4Mi"},
-                           "allocatable": {"cpu": "2", "example.com/gpu": "0", "hugepages-2Mi": "4Mi"}}
-            })),
-            ("no status at all", json!({"metadata": {"name": "n1", "labels": serde_json::to_value(&initial.metadata.labels).unwrap(),
-                "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}}}), false, true,
+            (
+                "in line already",
+                serde_json::to_value(&initial).unwrap(),
+                false,
+                false,
+                serde_json::to_value(&initial).unwrap(),
+            ),
+            (
+                "annotation, labels and huge pages",
+                json!({
+                    "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "old", "custom": "x"}},
+                    "status": {"capacity": {"cpu": "2", "hugepages-1Gi": "1Gi", "example.com/gpu": "2"},
+                               "allocatable": {"cpu": "2", "hugepages-1Gi": "1Gi", "example.com/gpu": "2"}}
+                }),
+                true,
+                true,
+                json!({
+                    "metadata": {"name": "n1",
+                        "labels": {"beta.kubernetes.io/arch": super::super::go_arch(), "beta.kubernetes.io/os": "linux", "custom": "x",
+                            "kubernetes.io/arch": super::super::go_arch(), "kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux"},
+                        "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+                    "status": {"capacity": {"cpu": "2", "example.com/gpu": "0", "hugepages-2Mi": "4Mi"},
+                               "allocatable": {"cpu": "2", "example.com/gpu": "0", "hugepages-2Mi": "4Mi"}}
+                }),
+            ),
+            (
+                "no status at all",
+                json!({"metadata": {"name": "n1", "labels": serde_json::to_value(&initial.metadata.labels).unwrap(),
+                "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}}}),
+                false,
+                true,
                 json!({"metadata": serde_json::to_value(&initial.metadata).unwrap(),
-                    "status": serde_json::to_value(&initial.status).unwrap()})),
+                    "status": serde_json::to_value(&initial.status).unwrap()}),
+            ),
         ];
         for (name, existing, reset, want_changed, want) in cases {
             let mut existing = node(existing);

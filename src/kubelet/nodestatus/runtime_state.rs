@@ -120,7 +120,9 @@ impl RuntimeState {
         let s = self.read();
         let mut errs = Vec::new();
         match s.last_base_runtime_sync {
-            None => errs.push("container runtime status check may not have completed yet".to_string()),
+            None => {
+                errs.push("container runtime status check may not have completed yet".to_string())
+            }
             Some(t) if t + self.threshold <= Instant::now() => {
                 errs.push("container runtime is down".to_string())
             }
@@ -219,7 +221,10 @@ pub fn aggregate(errs: &[String]) -> Option<String> {
         [one] => Some((*one).clone()),
         many => Some(format!(
             "[{}]",
-            many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
@@ -271,26 +276,41 @@ mod tests {
         let not_ready_net = Fixed(Ok(RuntimeStatus {
             conditions: vec![
                 cond("RuntimeReady", true, "", ""),
-                cond("NetworkReady", false, "NetworkPluginNotReady", "Network plugin returns error: cni plugin not initialized"),
+                cond(
+                    "NetworkReady",
+                    false,
+                    "NetworkPluginNotReady",
+                    "Network plugin returns error: cni plugin not initialized",
+                ),
             ],
         }));
         assert!(state.update_runtime_up(&not_ready_net).await);
         assert!(state.runtime_errors().is_empty());
         assert_eq!(
             state.network_errors(),
-            vec!["container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"]
+            vec![
+                "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+            ]
         );
 
-        let no_runtime_cond = Fixed(Ok(RuntimeStatus { conditions: vec![cond("NetworkReady", true, "", "")] }));
+        let no_runtime_cond = Fixed(Ok(RuntimeStatus {
+            conditions: vec![cond("NetworkReady", true, "", "")],
+        }));
         assert!(!state.update_runtime_up(&no_runtime_cond).await);
-        assert_eq!(state.runtime_errors(), vec!["container runtime not ready: <nil>"]);
+        assert_eq!(
+            state.runtime_errors(),
+            vec!["container runtime not ready: <nil>"]
+        );
         assert!(state.network_errors().is_empty());
 
         // A status check that fails leaves the last sync in place; 30 s on,
         // the runtime counts as down.
         let failing = Fixed(Err("connection refused".into()));
         let ok = Fixed(Ok(RuntimeStatus {
-            conditions: vec![cond("RuntimeReady", true, "", ""), cond("NetworkReady", true, "", "")],
+            conditions: vec![
+                cond("RuntimeReady", true, "", ""),
+                cond("NetworkReady", true, "", ""),
+            ],
         }));
         assert!(state.update_runtime_up(&ok).await);
         assert!(state.runtime_errors().is_empty());
@@ -298,7 +318,10 @@ mod tests {
         assert!(!state.update_runtime_up(&failing).await);
         assert_eq!(state.runtime_errors(), vec!["container runtime is down"]);
 
-        state.add_health_check("PLEG", Arc::new(|| Err("pleg was last seen active 3m0s ago; threshold is 3m0s".into())));
+        state.add_health_check(
+            "PLEG",
+            Arc::new(|| Err("pleg was last seen active 3m0s ago; threshold is 3m0s".into())),
+        );
         assert_eq!(
             aggregate(&state.runtime_errors()).unwrap(),
             "[container runtime is down, PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s]"

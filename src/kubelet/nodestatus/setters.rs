@@ -124,12 +124,19 @@ pub fn is_extended_resource(name: &str) -> bool {
 
 /// Applies every setter; returns the events to record, logging setters
 /// that failed (the others still apply, as Go).
-pub fn set_node_status(node: &mut Node, cfg: &SetterConfig, inputs: &StatusInputs) -> Vec<StatusEvent> {
+pub fn set_node_status(
+    node: &mut Node,
+    cfg: &SetterConfig,
+    inputs: &StatusInputs,
+) -> Vec<StatusEvent> {
     let mut events = Vec::new();
     let status = node.status.get_or_insert_with(NodeStatus::default);
     let results = [
         ("NodeAddress", set_addresses(status, inputs)),
-        ("MachineInfo", set_machine_info(status, cfg, inputs, &mut events)),
+        (
+            "MachineInfo",
+            set_machine_info(status, cfg, inputs, &mut events),
+        ),
         ("VersionInfo", set_version_info(status, cfg, inputs)),
         ("DaemonEndpoints", {
             set_daemon_endpoints(status, cfg);
@@ -146,9 +153,27 @@ pub fn set_node_status(node: &mut Node, cfg: &SetterConfig, inputs: &StatusInput
             tracing::error!(setter = name, error = %e, node = %cfg.node_name, "Failed to set some node status fields");
         }
     }
-    set_pressure_condition(status, inputs.now, PressureKind::Memory, inputs.memory_pressure, &mut events);
-    set_pressure_condition(status, inputs.now, PressureKind::Disk, inputs.disk_pressure, &mut events);
-    set_pressure_condition(status, inputs.now, PressureKind::Pid, inputs.pid_pressure, &mut events);
+    set_pressure_condition(
+        status,
+        inputs.now,
+        PressureKind::Memory,
+        inputs.memory_pressure,
+        &mut events,
+    );
+    set_pressure_condition(
+        status,
+        inputs.now,
+        PressureKind::Disk,
+        inputs.disk_pressure,
+        &mut events,
+    );
+    set_pressure_condition(
+        status,
+        inputs.now,
+        PressureKind::Pid,
+        inputs.pid_pressure,
+        &mut events,
+    );
     set_ready_condition(status, cfg, inputs, &mut events);
     if let Some(v) = &inputs.volumes_in_use {
         status.volumes_in_use = (!v.is_empty()).then(|| v.clone());
@@ -173,7 +198,10 @@ fn set_machine_info(
         Err(e) => {
             capacity.insert(RESOURCE_CPU.into(), ApiQuantity("0".into()));
             capacity.insert(RESOURCE_MEMORY.into(), ApiQuantity("0".into()));
-            capacity.insert(RESOURCE_PODS.into(), to_api(&Quantity::from_decimal(cfg.max_pods)));
+            capacity.insert(
+                RESOURCE_PODS.into(),
+                to_api(&Quantity::from_decimal(cfg.max_pods)),
+            );
             Err(format!("error getting machine info: {e}"))
         }
         Ok(info) => {
@@ -185,7 +213,11 @@ fn set_machine_info(
             }
             capacity.insert(
                 RESOURCE_PODS.into(),
-                to_api(&pods_capacity(cfg.max_pods, cfg.pods_per_core, info.num_cores)),
+                to_api(&pods_capacity(
+                    cfg.max_pods,
+                    cfg.pods_per_core,
+                    info.num_cores,
+                )),
             );
             if !node_info.boot_id.is_empty() && node_info.boot_id != info.boot_id {
                 events.push(StatusEvent {
@@ -215,7 +247,11 @@ fn set_machine_info(
     result
 }
 
-fn set_version_info(status: &mut NodeStatus, cfg: &SetterConfig, inputs: &StatusInputs) -> Result<(), String> {
+fn set_version_info(
+    status: &mut NodeStatus,
+    cfg: &SetterConfig,
+    inputs: &StatusInputs,
+) -> Result<(), String> {
     let v = inputs
         .version_info
         .as_ref()
@@ -240,7 +276,11 @@ fn set_daemon_endpoints(status: &mut NodeStatus, cfg: &SetterConfig) {
     });
 }
 
-fn set_images(status: &mut NodeStatus, cfg: &SetterConfig, inputs: &StatusInputs) -> Result<(), String> {
+fn set_images(
+    status: &mut NodeStatus,
+    cfg: &SetterConfig,
+    inputs: &StatusInputs,
+) -> Result<(), String> {
     let images = match &inputs.images {
         Ok(i) => i,
         Err(e) => {
@@ -256,7 +296,8 @@ fn set_images(status: &mut NodeStatus, cfg: &SetterConfig, inputs: &StatusInputs
     let list: Vec<ContainerImage> = images[..limit]
         .iter()
         .map(|i| {
-            let mut names: Vec<String> = i.repo_digests.iter().chain(&i.repo_tags).cloned().collect();
+            let mut names: Vec<String> =
+                i.repo_digests.iter().chain(&i.repo_tags).cloned().collect();
             names.truncate(MAX_NAMES_PER_IMAGE);
             ContainerImage {
                 names: (!names.is_empty()).then_some(names),
@@ -287,18 +328,42 @@ impl PressureKind {
         match self {
             PressureKind::Memory => (
                 "MemoryPressure",
-                ["KubeletHasInsufficientMemory", "kubelet has insufficient memory available", reasons::NODE_HAS_INSUFFICIENT_MEMORY],
-                ["KubeletHasSufficientMemory", "kubelet has sufficient memory available", reasons::NODE_HAS_SUFFICIENT_MEMORY],
+                [
+                    "KubeletHasInsufficientMemory",
+                    "kubelet has insufficient memory available",
+                    reasons::NODE_HAS_INSUFFICIENT_MEMORY,
+                ],
+                [
+                    "KubeletHasSufficientMemory",
+                    "kubelet has sufficient memory available",
+                    reasons::NODE_HAS_SUFFICIENT_MEMORY,
+                ],
             ),
             PressureKind::Disk => (
                 "DiskPressure",
-                ["KubeletHasDiskPressure", "kubelet has disk pressure", reasons::NODE_HAS_DISK_PRESSURE],
-                ["KubeletHasNoDiskPressure", "kubelet has no disk pressure", reasons::NODE_HAS_NO_DISK_PRESSURE],
+                [
+                    "KubeletHasDiskPressure",
+                    "kubelet has disk pressure",
+                    reasons::NODE_HAS_DISK_PRESSURE,
+                ],
+                [
+                    "KubeletHasNoDiskPressure",
+                    "kubelet has no disk pressure",
+                    reasons::NODE_HAS_NO_DISK_PRESSURE,
+                ],
             ),
             PressureKind::Pid => (
                 "PIDPressure",
-                ["KubeletHasInsufficientPID", "kubelet has insufficient PID available", reasons::NODE_HAS_INSUFFICIENT_PID],
-                ["KubeletHasSufficientPID", "kubelet has sufficient PID available", reasons::NODE_HAS_SUFFICIENT_PID],
+                [
+                    "KubeletHasInsufficientPID",
+                    "kubelet has insufficient PID available",
+                    reasons::NODE_HAS_INSUFFICIENT_PID,
+                ],
+                [
+                    "KubeletHasSufficientPID",
+                    "kubelet has sufficient PID available",
+                    reasons::NODE_HAS_SUFFICIENT_PID,
+                ],
             ),
         }
     }
@@ -327,7 +392,11 @@ fn set_pressure_condition(
     };
     let c = &mut conditions[idx];
     c.last_heartbeat_time = Some(t.clone());
-    let (want, texts) = if pressure { ("True", yes) } else { ("False", no) };
+    let (want, texts) = if pressure {
+        ("True", yes)
+    } else {
+        ("False", no)
+    };
     if c.status != want {
         c.status = want.into();
         c.reason = Some(texts[0].into());
@@ -354,9 +423,15 @@ fn set_ready_condition(
         required.push(RESOURCE_EPHEMERAL_STORAGE);
     }
     let capacity = status.capacity.clone().unwrap_or_default();
-    let missing: Vec<&str> = required.into_iter().filter(|r| !capacity.contains_key(*r)).collect();
+    let missing: Vec<&str> = required
+        .into_iter()
+        .filter(|r| !capacity.contains_key(*r))
+        .collect();
     if !missing.is_empty() {
-        errs.push(format!("missing node capacity for resources: {}", missing.join(", ")));
+        errs.push(format!(
+            "missing node capacity for resources: {}",
+            missing.join(", ")
+        ));
     }
     let mut ready = match super::runtime_state::aggregate(&errs) {
         None => NodeCondition {

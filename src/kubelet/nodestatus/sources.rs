@@ -41,7 +41,11 @@ impl RuntimeInfo for RuntimeAdapter {
         self.0.list_images().await.map_err(|e| e.to_string())
     }
     async fn update_pod_cidr(&self, cidr: &str) -> Result<(), String> {
-        crate::vlog!(4, cidr, "The runtime manager takes no pod CIDR; not passed on");
+        crate::vlog!(
+            4,
+            cidr,
+            "The runtime manager takes no pod CIDR; not passed on"
+        );
         Ok(())
     }
 }
@@ -80,7 +84,11 @@ impl RuntimeInfo for CriRuntimeInfo {
     }
 
     async fn status(&self) -> Result<RuntimeStatus, String> {
-        let s = self.runtime.status(false).await.map_err(|e| e.to_string())?;
+        let s = self
+            .runtime
+            .status(false)
+            .await
+            .map_err(|e| e.to_string())?;
         let conditions = s
             .status
             .map(|st| st.conditions)

@@ -43,9 +43,14 @@ pub fn should_retry(e: &kube::Error) -> bool {
     match e {
         kube::Error::Api(s) => {
             matches!(s.code, 429 | 500 | 504)
-                || s.details.as_ref().is_some_and(|d| d.retry_after_seconds > 0)
+                || s.details
+                    .as_ref()
+                    .is_some_and(|d| d.retry_after_seconds > 0)
         }
-        other => other.to_string().to_lowercase().contains("connection reset"),
+        other => other
+            .to_string()
+            .to_lowercase()
+            .contains("connection reset"),
     }
 }
 
@@ -134,7 +139,10 @@ mod tests {
             (status(429, 0), true),
             (status(403, 0), false),
             (status(409, 3), true),
-            (kube::Error::Service("connection reset by peer".into()), true),
+            (
+                kube::Error::Service("connection reset by peer".into()),
+                true,
+            ),
             (kube::Error::Service("connection refused".into()), false),
         ];
         for (e, want) in cases {
@@ -168,11 +176,17 @@ mod tests {
         config.authentication.webhook.enabled = true;
         config.authorization.mode = "AlwaysAllow".into();
         let err = build_auth("n", None, &config, None).unwrap_err();
-        assert_eq!(err.to_string(), "no client provided, cannot use webhook authentication");
+        assert_eq!(
+            err.to_string(),
+            "no client provided, cannot use webhook authentication"
+        );
         config.authentication.webhook.enabled = false;
         config.authentication.anonymous.enabled = true;
         config.authorization.mode = "Webhook".into();
         let err = build_auth("n", None, &config, None).unwrap_err();
-        assert_eq!(err.to_string(), "no client provided, cannot use webhook authorization");
+        assert_eq!(
+            err.to_string(),
+            "no client provided, cannot use webhook authorization"
+        );
     }
 }

@@ -192,7 +192,9 @@ impl Authenticator for WebsocketProtocolToken {
                 let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
                     .decode(encoded)
                     .map_err(|_| {
-                        AuthError::Other("invalid base64.bearer.authorization token encoding".into())
+                        AuthError::Other(
+                            "invalid base64.bearer.authorization token encoding".into(),
+                        )
                     })?;
                 token = String::from_utf8(decoded).map_err(|_| {
                     AuthError::Other("invalid base64.bearer.authorization token".into())
@@ -214,7 +216,10 @@ impl Authenticator for WebsocketProtocolToken {
 
 /// The token authenticator for `authentication.webhook.enabled`: bearer
 /// header, then websocket subprotocol, over one cached reviewer.
-pub fn webhook_token_authenticator(client: kube::Client, cache_ttl: Duration) -> Arc<dyn Authenticator> {
+pub fn webhook_token_authenticator(
+    client: kube::Client,
+    cache_ttl: Duration,
+) -> Arc<dyn Authenticator> {
     let reviewer = Arc::new(CachedTokenReviewer::new(client, cache_ttl));
     UnionAuthenticator::combine(vec![
         Arc::new(BearerToken(reviewer.clone())),
@@ -229,8 +234,17 @@ mod tests {
     #[test]
     fn websocket_detection() {
         let cases = [
-            (vec![("connection", "Upgrade"), ("upgrade", "websocket")], true),
-            (vec![("connection", "keep-alive, Upgrade"), ("upgrade", "WebSocket")], true),
+            (
+                vec![("connection", "Upgrade"), ("upgrade", "websocket")],
+                true,
+            ),
+            (
+                vec![
+                    ("connection", "keep-alive, Upgrade"),
+                    ("upgrade", "WebSocket"),
+                ],
+                true,
+            ),
             (vec![("upgrade", "websocket")], false),
             (vec![("connection", "Upgrade"), ("upgrade", "h2c")], false),
         ];

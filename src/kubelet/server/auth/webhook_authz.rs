@@ -142,7 +142,12 @@ mod tests {
             groups: vec!["dev".into(), "system:authenticated".into()],
             extra: [("scopes".to_string(), vec!["a".to_string()])].into(),
         };
-        let spec = review_spec(&node_request_attributes(user, "GET", "/stats/summary", "n1"));
+        let spec = review_spec(&node_request_attributes(
+            user,
+            "GET",
+            "/stats/summary",
+            "n1",
+        ));
         assert_eq!(
             serde_json::to_value(&spec).unwrap(),
             serde_json::json!({
