@@ -472,7 +472,7 @@ async fn bootstrap_writes_certificate_symlink_and_kubeconfig_then_the_node_regis
     // plays the approver.
     let clients = tokio::select! {
         r = build_clients(&p) => r.expect("clients after bootstrap"),
-        _ = approve_pending(&api) => panic!("the bootstrap did not finish within a minute"),
+        _ = approve_pending(&api, &name) => panic!("the bootstrap did not finish within a minute"),
     };
 
     let pki = dir.path().join("pki");
@@ -502,9 +502,10 @@ async fn bootstrap_writes_certificate_symlink_and_kubeconfig_then_the_node_regis
         "{kc}"
     );
     assert!(kc.contains(&api.url()) || api.is_real(), "{kc}");
+    let (cn, orgs) = cert_subject(&pem);
+    assert_eq!(cn, format!("system:node:{name}"));
+    assert_eq!(orgs, ["system:nodes"]);
     if let Ok(d) = api.double() {
-        let (cn, _) = cert_subject(&pem);
-        assert_eq!(cn, format!("system:node:{name}"));
         assert!(d.verify_client_cert(&pem).is_ok());
     }
 
@@ -787,7 +788,16 @@ async fn webhook_authentication_and_authorization_guard_the_main_server() {
         configz: kubelet::configz::Configz::new(),
         metrics: None,
     };
-    let router = main_router(&handlers, true).unwrap();
+    let mut router = main_router(&handlers, true).unwrap();
+    // A stand-in for the stats tree (another subresource to authorize).
+    router
+        .handle(
+            "/stats/summary",
+            kubelet::kubelet::server::handler_fn(|_req| async move {
+                kubelet::kubelet::server::router::text(http::StatusCode::OK, "{}")
+            }),
+        )
+        .unwrap();
     let bound = main_server("127.0.0.1", 0, router, tls.server_config().unwrap(), auth)
         .bind()
         .await

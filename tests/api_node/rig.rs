@@ -292,27 +292,47 @@ pub fn status_patches(api: &TestApi, node: &str) -> Option<usize> {
     )
 }
 
-pub async fn approve_pending(api: &TestApi) {
-    {
-        use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
-        for _ in 0..600 {
-            let list = api.list::<Csr>(None).await;
-            for csr in list {
-                let pending = csr
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_none_or(|c| c.is_empty());
-                if pending && csr.spec.signer_name == "kubernetes.io/kube-apiserver-client-kubelet"
-                {
-                    let name = csr.metadata.name.clone().unwrap();
-                    api.track_for_cleanup(&csr).await;
-                    api.approve_csr(&name).await;
-                }
+/// Plays the CSR approver for `node`'s kubelet client requests (up to a
+/// minute): approves pending requests whose subject is that node.
+pub async fn approve_pending(api: &TestApi, node: &str) {
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
+    let want_cn = format!("system:node:{node}");
+    for _ in 0..600 {
+        for csr in api.list::<Csr>(None).await {
+            let pending = csr
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_none_or(|c| c.is_empty());
+            if pending
+                && csr.spec.signer_name == "kubernetes.io/kube-apiserver-client-kubelet"
+                && csr_common_name(&csr.spec.request.0).as_deref() == Some(want_cn.as_str())
+            {
+                let name = csr.metadata.name.clone().unwrap();
+                api.track_for_cleanup(&csr).await;
+                api.approve_csr(&name).await;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+fn csr_common_name(pem: &[u8]) -> Option<String> {
+    use rustls::pki_types::pem::PemObject;
+    use x509_parser::prelude::FromDer;
+    let der = rustls::pki_types::CertificateSigningRequestDer::from_pem_slice(pem).ok()?;
+    let (_, req) =
+        x509_parser::certification_request::X509CertificationRequest::from_der(der.as_ref())
+            .ok()?;
+    let cn = req
+        .certification_request_info
+        .subject
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
+    Some(cn)
 }
 
 pub fn cert_subject(pem: &str) -> (String, Vec<String>) {
