@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use kube::api::{Api, GetParams, Patch, PatchParams, PostParams};
 use tokio::time::Instant;
 
+use crate::app::server::KubeletServer;
 use crate::cadvisor::MachineInfoProvider;
 use crate::cm::ContainerManager;
 use crate::kubelet::client::HeartbeatFailureFn;
@@ -25,7 +26,7 @@ use crate::kubelet::nodestatus::registration::{
 use crate::kubelet::nodestatus::setters::{StatusInputs, apparmor_enabled};
 use crate::kubelet::nodestatus::{
     AddressConfig, NodeLister, PressureSource, RuntimeInfo, RuntimeState, SetterConfig,
-    StatusEvent, VolumesInUse, go_arch, go_os, node_addresses, set_node_status,
+    StatusEvent, VolumesInUse, go_arch, go_os, node_addresses, parse_node_ips, set_node_status,
 };
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
@@ -54,6 +55,8 @@ pub enum NodeStatusError {
     RetriesExceeded,
     #[error("node {0:?} not found")]
     NotFound(String),
+    #[error("{0}")]
+    InvalidNodeIp(String),
 }
 
 /// The static settings of node status.
@@ -66,6 +69,51 @@ pub struct NodeStatusParams {
     pub address: AddressConfig,
     pub update_frequency: Duration,
     pub report_frequency: Duration,
+}
+
+impl NodeStatusParams {
+    /// The settings of a kubelet started with `server`, registering as
+    /// `node_name` with hostname `hostname`.
+    pub fn from_server(
+        server: &KubeletServer,
+        node_name: &str,
+        hostname: &str,
+    ) -> Result<Self, NodeStatusError> {
+        let (c, f) = (&server.config, &server.flags);
+        let lsci = server
+            .feature_gate
+            .enabled(crate::features::LOCAL_STORAGE_CAPACITY_ISOLATION)
+            && c.local_storage_capacity_isolation;
+        Ok(NodeStatusParams {
+            registration: RegistrationConfig {
+                node_name: node_name.to_string(),
+                hostname: hostname.to_string(),
+                node_labels: f.node_labels.clone(),
+                register_with_taints: c.register_with_taints.clone(),
+                register_schedulable: f.register_schedulable,
+                enable_controller_attach_detach: c.enable_controller_attach_detach,
+                keep_terminated_pod_volumes: f.keep_terminated_pod_volumes,
+                provider_id: c.provider_id.clone(),
+            },
+            register_node: c.register_node,
+            setter: SetterConfig {
+                node_name: node_name.to_string(),
+                max_pods: i64::from(c.max_pods),
+                pods_per_core: i64::from(c.pods_per_core),
+                kubelet_port: c.port,
+                node_status_max_images: c.node_status_max_images,
+                local_storage_capacity_isolation: lsci,
+                kubelet_version: crate::version::git_version(),
+            },
+            address: AddressConfig {
+                node_ips: parse_node_ips(&f.node_ip).map_err(NodeStatusError::InvalidNodeIp)?,
+                hostname: hostname.to_string(),
+                ..Default::default()
+            },
+            update_frequency: c.node_status_update_frequency.to_std(),
+            report_frequency: c.node_status_report_frequency.to_std(),
+        })
+    }
 }
 
 /// What node status works with.
@@ -541,5 +589,54 @@ impl NodeStatusManager {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apis::config::types::KubeletConfiguration;
+    use crate::app::options::KubeletFlags;
+    use crate::features::FeatureGate;
+
+    #[test]
+    fn params_from_server() {
+        let mut flags = KubeletFlags {
+            node_ip: "10.0.0.5".into(),
+            ..Default::default()
+        };
+        flags.node_labels.insert("role".into(), "edge".into());
+        let mut config = KubeletConfiguration::v1beta1_defaults();
+        config.max_pods = 50;
+        let server = KubeletServer::new(flags.clone(), config.clone(), FeatureGate::new());
+        let p = NodeStatusParams::from_server(&server, "n1", "host-1").unwrap();
+        assert_eq!(
+            p.registration.node_labels.get("role").map(String::as_str),
+            Some("edge")
+        );
+        assert_eq!(p.registration.hostname, "host-1");
+        assert!(p.registration.register_schedulable);
+        assert!(p.registration.enable_controller_attach_detach);
+        assert!(p.register_node);
+        assert_eq!(
+            (
+                p.setter.max_pods,
+                p.setter.kubelet_port,
+                p.setter.node_status_max_images
+            ),
+            (50, 10250, 50)
+        );
+        assert!(p.setter.local_storage_capacity_isolation);
+        assert_eq!(
+            p.address.node_ips,
+            vec!["10.0.0.5".parse::<std::net::IpAddr>().unwrap()]
+        );
+        assert_eq!(p.update_frequency, Duration::from_secs(10));
+        assert_eq!(p.report_frequency, Duration::from_secs(300));
+
+        flags.node_ip = "not-an-ip".into();
+        let server = KubeletServer::new(flags, config, FeatureGate::new());
+        let err = NodeStatusParams::from_server(&server, "n1", "h").unwrap_err();
+        assert!(err.to_string().contains("--node-ip"), "{err}");
     }
 }

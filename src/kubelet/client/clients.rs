@@ -360,3 +360,40 @@ impl KubeClients {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apis::config::duration::Duration as ConfigDuration;
+    use crate::apis::config::types::KubeletConfiguration;
+    use crate::app::options::KubeletFlags;
+    use crate::features::FeatureGate;
+
+    #[test]
+    fn params_from_server_table() {
+        // (lease seconds, status frequency s, bootstrap, want heartbeat timeout s)
+        let cases = [
+            (40, 10, "", 10),
+            (5, 10, "/etc/kubernetes/bootstrap.conf", 5),
+            (40, 60, "", 40),
+        ];
+        for (lease, freq, bootstrap, want) in cases {
+            let flags = KubeletFlags {
+                kubeconfig: "/etc/kubernetes/kubelet.conf".into(),
+                bootstrap_kubeconfig: bootstrap.into(),
+                ..Default::default()
+            };
+            let mut config = KubeletConfiguration::v1beta1_defaults();
+            config.node_lease_duration_seconds = lease;
+            config.node_status_update_frequency = ConfigDuration::from_secs(freq);
+            let server = KubeletServer::new(flags, config, FeatureGate::new());
+            let p = ClientParams::from_server(&server, "n1");
+            assert_eq!(p.heartbeat_timeout, Duration::from_secs(want));
+            assert_eq!(p.bootstrap_kubeconfig.is_some(), !bootstrap.is_empty());
+            assert_eq!((p.kube_api_qps, p.kube_api_burst), (5, 10));
+            assert_eq!((p.event_record_qps, p.event_burst), (5, 10));
+            assert_eq!(p.cert_dir, PathBuf::from("/var/lib/kubelet/pki"));
+            assert_eq!(p.node_name, "n1");
+        }
+    }
+}

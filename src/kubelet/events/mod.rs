@@ -23,28 +23,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 /// The component events are recorded as.
 pub const COMPONENT_KUBELET: &str = "kubelet";
 
-/// An event's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    /// The API spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
-
-/// Records events about objects (Go's record.EventRecorder). Never blocks:
-/// events are queued for the sink.
-pub trait EventRecorder: Send + Sync + 'static {
-    fn event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str);
-}
+/// The recorder seam and event type are the ones the prober and the
+/// runtime manager already record through: one trait for every module.
+pub use crate::kubelet::prober::events::{EventRecorder, EventType};
 
 /// Logs an event as the kubelet's structured event logging does (V(3)).
 pub(crate) fn log_event(
