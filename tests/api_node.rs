@@ -328,6 +328,21 @@ async fn registration_body(api: TestApi, test: &str) {
         api.track_for_cleanup(e).await;
     }
     assert!(rig.manager.registration_completed());
+    // Without an API server the same Node is computed locally.
+    let local = kubelet::kubelet::node_status::standalone_node(
+        &rig.params,
+        &rig.sources,
+        &kubelet::kubelet::events::LoggingRecorder,
+    )
+    .await;
+    assert_eq!(local.metadata.labels, node.metadata.labels);
+    let (ls, ns) = (
+        local.status.as_ref().unwrap(),
+        node.status.as_ref().unwrap(),
+    );
+    assert_eq!(ls.addresses, ns.addresses);
+    assert_eq!(ls.capacity, ns.capacity);
+    assert_eq!(ls.node_info, ns.node_info);
     assert_eq!(
         rig.manager.get_node().unwrap().metadata.uid,
         node.metadata.uid

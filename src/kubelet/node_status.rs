@@ -6,6 +6,14 @@
 //! per round; from the second failure on, every failure drops the clients'
 //! connections. At start-up a fast loop (every 100 ms, for up to 2 min)
 //! posts status the moment the node becomes Ready.
+//!
+//! Wiring (build, then start): [`crate::kubelet::client::build_clients`] →
+//! [`crate::kubelet::events::ApiEventRecorder::new`] (start it with a
+//! [`crate::kubelet::events::KubeEventSink`] over the event client) →
+//! [`StatusSources`] (container manager, machine info, runtime, runtime
+//! state, pressure, volumes) → [`NodeStatusManager::new`] with
+//! [`NodeStatusParams::from_server`] → `start(&tasks)`; the lease is
+//! [`crate::kubelet::nodelease::LeaseController`] over the heartbeat client.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,20 +23,17 @@ use kube::api::{Api, GetParams, Patch, PatchParams, PostParams};
 use tokio::time::Instant;
 
 use crate::app::server::KubeletServer;
-use crate::cadvisor::MachineInfoProvider;
-use crate::cm::ContainerManager;
 use crate::kubelet::client::HeartbeatFailureFn;
 use crate::kubelet::events::{EventRecorder, EventType, node_ref, reasons};
 use crate::kubelet::nodestatus::patch::{node_status_has_changed, node_status_patch};
 use crate::kubelet::nodestatus::registration::{
     LABEL_ARCH_STABLE, LABEL_OS_STABLE, RegistrationConfig, initial_node, reconcile_existing_node,
 };
-use crate::kubelet::nodestatus::setters::{StatusInputs, apparmor_enabled};
+use crate::kubelet::nodestatus::setters::StatusInputs;
 use crate::kubelet::nodestatus::{
-    AddressConfig, NodeLister, PressureSource, RuntimeInfo, RuntimeState, SetterConfig,
-    StatusEvent, VolumesInUse, go_arch, go_os, node_addresses, parse_node_ips, set_node_status,
+    AddressConfig, NodeLister, SetterConfig, StatusEvent, StatusSources, go_arch, go_os,
+    parse_node_ips, set_node_status,
 };
-use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 
 /// Tries per status update round.
@@ -123,21 +128,33 @@ pub struct NodeStatusDeps {
     pub client: kube::Client,
     /// Status reads and patches.
     pub heartbeat_client: kube::Client,
-    pub container_manager: Arc<dyn ContainerManager>,
-    /// Kernel version and OS image.
-    pub machine: Arc<dyn MachineInfoProvider>,
-    pub runtime: Arc<dyn RuntimeInfo>,
-    pub runtime_state: Arc<RuntimeState>,
-    pub pressure: Arc<dyn PressureSource>,
-    pub volumes: Arc<dyn VolumesInUse>,
+    pub sources: StatusSources,
     pub recorder: Arc<dyn EventRecorder>,
-    pub clock: Arc<dyn Clock>,
     pub on_heartbeat_failure: Option<HeartbeatFailureFn>,
     /// Whether extended resources of an existing Node are zeroed (the
     /// device manager has no checkpoint: the node was recreated).
     pub reset_extended_resources: bool,
-    /// Errors of the node shutdown manager, for the Ready condition.
-    pub shutdown_errors: Option<Arc<dyn Fn() -> Vec<String> + Send + Sync>>,
+}
+
+/// The Node of a kubelet without an API server (Go's GetNode in standalone
+/// mode: the initial node with its status set); node events go to
+/// `recorder`.
+pub async fn standalone_node(
+    params: &NodeStatusParams,
+    sources: &StatusSources,
+    recorder: &dyn EventRecorder,
+) -> Node {
+    let mut node = initial_node(&params.registration);
+    let inputs = sources.gather(&params.setter, &params.address).await;
+    for e in set_node_status(&mut node, &params.setter, &inputs) {
+        recorder.event(
+            &node_ref(&params.setter.node_name),
+            e.event_type,
+            &e.reason,
+            &e.message_for(&params.setter.node_name),
+        );
+    }
+    node
 }
 
 struct State {
@@ -152,7 +169,6 @@ pub struct NodeStatusManager {
     params: NodeStatusParams,
     deps: NodeStatusDeps,
     lister: NodeLister,
-    apparmor: bool,
     state: Mutex<State>,
     sync_lock: tokio::sync::Mutex<()>,
 }
@@ -174,7 +190,6 @@ impl NodeStatusManager {
     pub fn new(params: NodeStatusParams, deps: NodeStatusDeps) -> Arc<Self> {
         let lister = NodeLister::new(deps.client.clone(), node_name_of(&params));
         Arc::new(NodeStatusManager {
-            apparmor: apparmor_enabled(),
             lister,
             params,
             deps,
@@ -394,7 +409,7 @@ impl NodeStatusManager {
                 .as_ref()
                 .and_then(|s| s.volumes_in_use.clone())
                 .unwrap_or_default();
-            self.deps.volumes.mark_reported_in_use(&in_use);
+            self.deps.sources.volumes.mark_reported_in_use(&in_use);
             return Ok(());
         }
         let updated = self
@@ -413,7 +428,7 @@ impl NodeStatusManager {
             .as_ref()
             .and_then(|s| s.volumes_in_use.clone())
             .unwrap_or_default();
-        self.deps.volumes.mark_reported_in_use(&in_use);
+        self.deps.sources.volumes.mark_reported_in_use(&in_use);
         Ok(())
     }
 
@@ -448,12 +463,12 @@ impl NodeStatusManager {
     }
 
     async fn update_pod_cidr(&self, cidr: &str) -> Result<bool, String> {
-        if self.deps.runtime_state.pod_cidr() == cidr {
+        if self.deps.sources.runtime_state.pod_cidr() == cidr {
             return Ok(false);
         }
-        self.deps.runtime.update_pod_cidr(cidr).await?;
+        self.deps.sources.runtime.update_pod_cidr(cidr).await?;
         tracing::info!(cidr, "Updating Pod CIDR");
-        self.deps.runtime_state.set_pod_cidr(cidr);
+        self.deps.sources.runtime_state.set_pod_cidr(cidr);
         Ok(true)
     }
 
@@ -495,43 +510,10 @@ impl NodeStatusManager {
     }
 
     async fn gather_inputs(&self) -> StatusInputs {
-        let d = &self.deps;
-        let cm = &d.container_manager;
-        let machine = d.machine.clone();
-        let version_info = tokio::task::spawn_blocking(move || machine.version_info())
+        self.deps
+            .sources
+            .gather(&self.params.setter, &self.params.address)
             .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
-        let mut images = d.runtime.list_images().await;
-        if let Ok(list) = images.as_mut() {
-            list.sort_by_key(|i| std::cmp::Reverse(i.size));
-        }
-        StatusInputs {
-            now: d.clock.now(),
-            addresses: node_addresses(&self.params.address, self.node_name()).await,
-            machine_info: Ok(cm.machine_info().clone()),
-            capacity: cm
-                .get_capacity(self.params.setter.local_storage_capacity_isolation)
-                .await,
-            allocatable_reservation: cm.get_node_allocatable_reservation(),
-            version_info,
-            runtime_type: d.runtime.runtime_type(),
-            runtime_version: d.runtime.version().await,
-            images,
-            memory_pressure: d.pressure.memory_pressure(),
-            disk_pressure: d.pressure.disk_pressure(),
-            pid_pressure: d.pressure.pid_pressure(),
-            runtime_errors: d.runtime_state.runtime_errors(),
-            network_errors: d.runtime_state.network_errors(),
-            storage_errors: d.runtime_state.storage_errors(),
-            shutdown_errors: d.shutdown_errors.as_ref().map(|f| f()).unwrap_or_default(),
-            apparmor_enabled: self.apparmor,
-            soft_requirements: cm.status().soft_requirements,
-            volumes_in_use: d
-                .volumes
-                .reconciler_synced()
-                .then(|| d.volumes.volumes_in_use()),
-        }
     }
 
     /// One step of the start-up loop; `true` when it is done (the Node is
@@ -558,8 +540,9 @@ impl NodeStatusManager {
             Some(_) => {}
         }
         self.deps
+            .sources
             .runtime_state
-            .update_runtime_up(self.deps.runtime.as_ref())
+            .update_runtime_up(self.deps.sources.runtime.as_ref())
             .await;
         let (node, _, _) = self.update_node(&original).await;
         if !node_status_has_changed(original.status.as_ref(), node.status.as_ref()) {

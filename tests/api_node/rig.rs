@@ -16,6 +16,7 @@ use kubelet::kubelet::node_status::{NodeStatusDeps, NodeStatusManager, NodeStatu
 use kubelet::kubelet::nodestatus::registration::RegistrationConfig;
 use kubelet::kubelet::nodestatus::{
     AddressConfig, CriRuntimeInfo, NoPressure, NoVolumes, RuntimeInfo, RuntimeState, SetterConfig,
+    StatusSources,
 };
 use kubelet::util::clock::RealClock;
 use kubelet::util::lifecycle::TaskSet;
@@ -76,6 +77,8 @@ pub struct NodeRig {
     pub cm: Arc<dyn ContainerManager>,
     pub clients: KubeClients,
     pub manager: Arc<NodeStatusManager>,
+    pub params: NodeStatusParams,
+    pub sources: StatusSources,
     pub recorder: Arc<ApiEventRecorder>,
     pub tasks: TaskSet,
     pub _containerd: Containerd,
@@ -136,46 +139,49 @@ pub async fn node_rig(
     let tasks = TaskSet::new();
     recorder.start(&tasks, Arc::new(KubeEventSink::new(clients.events.clone())));
     runtime_state.start_updater(&tasks, runtime.clone(), None);
-    let manager = NodeStatusManager::new(
-        NodeStatusParams {
-            registration: RegistrationConfig {
-                node_name: name.clone(),
-                hostname: name.clone(),
-                register_schedulable: true,
-                enable_controller_attach_detach: true,
-                ..Default::default()
-            },
-            register_node: true,
-            setter: SetterConfig {
-                node_name: name.clone(),
-                max_pods: 110,
-                pods_per_core: 0,
-                kubelet_port: 10250,
-                node_status_max_images: 50,
-                local_storage_capacity_isolation: true,
-                kubelet_version: kubelet::version::git_version(),
-            },
-            address: AddressConfig {
-                hostname: name.clone(),
-                ..Default::default()
-            },
-            update_frequency: update,
-            report_frequency: report,
+    let params = NodeStatusParams {
+        registration: RegistrationConfig {
+            node_name: name.clone(),
+            hostname: name.clone(),
+            register_schedulable: true,
+            enable_controller_attach_detach: true,
+            ..Default::default()
         },
+        register_node: true,
+        setter: SetterConfig {
+            node_name: name.clone(),
+            max_pods: 110,
+            pods_per_core: 0,
+            kubelet_port: 10250,
+            node_status_max_images: 50,
+            local_storage_capacity_isolation: true,
+            kubelet_version: kubelet::version::git_version(),
+        },
+        address: AddressConfig {
+            hostname: name.clone(),
+            ..Default::default()
+        },
+        update_frequency: update,
+        report_frequency: report,
+    };
+    let sources = StatusSources::new(
+        cm.clone(),
+        Arc::new(HostMachineInfo::new("/")),
+        runtime,
+        runtime_state,
+        Arc::new(NoPressure),
+        Arc::new(NoVolumes),
+        Arc::new(RealClock),
+    );
+    let manager = NodeStatusManager::new(
+        params.clone(),
         NodeStatusDeps {
             client: clients.main.clone(),
             heartbeat_client: clients.heartbeat.clone(),
-            container_manager: cm.clone(),
-            machine: Arc::new(HostMachineInfo::new("/")),
-            runtime,
-            runtime_state,
-            pressure: Arc::new(NoPressure),
-            volumes: Arc::new(NoVolumes),
+            sources: sources.clone(),
             recorder: recorder.clone(),
-            clock: Arc::new(RealClock),
             on_heartbeat_failure: Some(clients.heartbeat_failure_hook()),
             reset_extended_resources: true,
-            shutdown_errors: None,
         },
     );
     manager.start(&tasks);
@@ -184,6 +190,8 @@ pub async fn node_rig(
         cm,
         clients,
         manager,
+        params,
+        sources,
         recorder,
         tasks,
         _containerd: containerd,

@@ -4,6 +4,7 @@
 //! condition reads and the seams the setters read from.
 
 pub mod addresses;
+pub mod gather;
 pub mod lister;
 pub mod patch;
 pub mod registration;
@@ -12,6 +13,7 @@ pub mod setters;
 pub mod sources;
 
 pub use addresses::{AddressConfig, HostNetwork, node_addresses, parse_node_ips};
+pub use gather::{ShutdownErrorsFn, StatusSources};
 pub use lister::NodeLister;
 pub use runtime_state::RuntimeState;
 pub use setters::{SetterConfig, StatusEvent, StatusInputs, set_node_status};
