@@ -167,11 +167,11 @@ impl EventRecorder for ApiEventRecorder {
         log_event(object, event_type, reason, message);
         let event = self.make_event(object, event_type, reason, message);
         if let Err(e) = self.tx.try_send(event) {
-            let reason = match e {
+            let why = match e {
                 mpsc::error::TrySendError::Full(_) => "too many queued events",
                 mpsc::error::TrySendError::Closed(_) => "the event sink stopped",
             };
-            tracing::error!(reason, event_reason = %reason, "Unable to record event, dropped");
+            tracing::error!(why, event_reason = %reason, message, "Unable to record event, dropped");
         }
     }
 }
