@@ -186,3 +186,54 @@ async fn memory_medium_is_a_sized_tmpfs() {
     assert!(!is_mounted(&dir));
     assert!(!dir.exists());
 }
+
+#[tokio::test]
+async fn huge_pages_medium_is_hugetlbfs_with_the_requested_size() {
+    if !is_root()
+        || !std::fs::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("hugetlbfs"))
+    {
+        eprintln!(
+            "SKIPPED huge_pages_medium_is_hugetlbfs_with_the_requested_size: needs root and hugetlbfs"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let spec = json!({"containers": [{"name": "c", "resources": {
+        "requests": {"hugepages-2Mi": "4Mi", "memory": "1Mi"}, "limits": {"hugepages-2Mi": "4Mi", "memory": "1Mi"}}}]});
+    let m = mounter(tmp.path(), json!({"medium": "HugePages-2Mi"}), spec.clone());
+    let dir = Mounter::path(&m);
+    m.set_up(&MounterArgs::default()).await.expect("setup");
+    let st = nix::sys::statfs::statfs(&dir).expect("statfs");
+    assert_eq!(st.filesystem_type(), nix::sys::statfs::HUGETLBFS_MAGIC);
+    let mounts = crate::volume::util::mount::parse_mountinfo(
+        &std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo"),
+    );
+    let mi = mounts
+        .iter()
+        .find(|mi| mi.mount_point == dir)
+        .expect("mounted");
+    assert!(
+        mi.super_options.iter().any(|o| o == "pagesize=2M"),
+        "{:?}",
+        mi.super_options
+    );
+    m.set_up(&MounterArgs::default()).await.expect("idempotent");
+    // The same directory asked for with another page size.
+    let other = mounter(tmp.path(), json!({"medium": "HugePages-1Gi"}), spec);
+    let err = other
+        .set_up_at(&dir, &MounterArgs::default())
+        .expect_err("differ");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "pod u1: mounted dir {} pagesize '2Mi' and requested medium size '1Gi' differ",
+            dir.display()
+        )
+    );
+    let host = Arc::new(testing::host(tmp.path()));
+    EmptyDir::new_unmounter(host, "scratch", "u1")
+        .tear_down()
+        .await
+        .expect("teardown");
+    assert!(!is_mounted(&dir) && !dir.exists());
+}
