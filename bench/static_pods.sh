@@ -40,6 +40,10 @@ cleanup() {
 		wait "$kpid" 2>/dev/null
 	fi
 	bash deploy/rig/containerd.sh stop "$work/rig" >/dev/null 2>&1
+	# The kubelet makes its root dir a shared mount and mounts volumes below it.
+	awk -v w="$work/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+		umount -l "$m"
+	done
 	for s in "${sysctls[@]}"; do echo "${saved[$s]}" >"/proc/sys/$s"; done
 	[ -n "${BENCH_DIR:-}" ] || rm -rf "$work"
 }

@@ -36,6 +36,10 @@ for s in "${sysctls[@]}"; do saved[$s]=$(cat "/proc/sys/$s"); done
 cleanup() {
 	set +e
 	bash deploy/rig/containerd.sh stop "$work/rig" >/dev/null 2>&1
+	# The kubelet makes its root dir a shared mount and mounts volumes below it.
+	awk -v w="$work/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+		umount -l "$m"
+	done
 	for s in "${sysctls[@]}"; do echo "${saved[$s]}" >"/proc/sys/$s"; done
 	[ -n "${WORK:-}" ] || rm -rf "$work"
 }

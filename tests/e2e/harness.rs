@@ -71,6 +71,30 @@ impl NodeDirs {
     }
 }
 
+/// Mount points at or below `dir` (deepest first).
+pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut out: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(PathBuf::from)
+        .filter(|m| m.starts_with(dir))
+        .collect();
+    out.sort_by_key(|m| std::cmp::Reverse(m.components().count()));
+    out.dedup();
+    out
+}
+
+impl Drop for NodeDirs {
+    /// The kubelet makes its root directory a shared mount and mounts
+    /// volumes below it; take them all down before the temp dir goes.
+    fn drop(&mut self) {
+        for m in mounts_under(self.dir.path()) {
+            let _ = nix::mount::umount2(&m, nix::mount::MntFlags::MNT_DETACH);
+        }
+    }
+}
+
 /// Ports of one node.
 #[derive(Debug, Clone, Copy)]
 pub struct Ports {
