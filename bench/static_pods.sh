@@ -82,7 +82,8 @@ authorization: {mode: AlwaysAllow}
 resolvConf: /etc/resolv.conf
 CONF
 
-KUBELET_RS_LOG_ROOT="$work/logs" "$kubelet_bin" --config "$work/kubelet-conf.yml" \
+# In its own session: stop signals reach it once, from this script.
+KUBELET_RS_LOG_ROOT="$work/logs" setsid "$kubelet_bin" --config "$work/kubelet-conf.yml" \
 	--root-dir "$work/root" --cert-dir "$work/pki" \
 	--container-runtime-endpoint "$RIG_ENDPOINT" --hostname-override "$node" \
 	2>"$work/kubelet.log" &

@@ -33,8 +33,13 @@ mkdir -p "$work"/{manifests,root,pki,logs}
 sysctls=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 declare -A saved
 for s in "${sysctls[@]}"; do saved[$s]=$(cat "/proc/sys/$s"); done
+kpid=
 cleanup() {
 	set +e
+	if [ -n "$kpid" ]; then
+		kill -TERM "$kpid" 2>/dev/null
+		wait "$kpid" 2>/dev/null
+	fi
 	bash deploy/rig/containerd.sh stop "$work/rig" >/dev/null 2>&1
 	# The kubelet makes its root dir a shared mount and mounts volumes below it.
 	awk -v w="$work/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
@@ -95,6 +100,11 @@ POD
 
 echo "standalone: kubelet with static pods from $work/manifests; try: curl -s 127.0.0.1:10255/pods" >&2
 # shellcheck disable=SC2086
-KUBELET_RS_LOG_ROOT="$work/logs" "$kubelet_bin" --config "$work/kubelet-conf.yml" \
+# In its own session: stop signals reach it once, from this script.
+KUBELET_RS_LOG_ROOT="$work/logs" setsid "$kubelet_bin" --config "$work/kubelet-conf.yml" \
 	--root-dir "$work/root" --cert-dir "$work/pki" \
-	--container-runtime-endpoint "$RIG_ENDPOINT" ${KUBELET_ARGS:-} || true
+	--container-runtime-endpoint "$RIG_ENDPOINT" ${KUBELET_ARGS:-} &
+kpid=$!
+trap 'kill -TERM "$kpid" 2>/dev/null' INT TERM
+wait "$kpid" || wait "$kpid" || true
+kpid=

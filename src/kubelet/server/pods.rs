@@ -38,8 +38,8 @@ fn go_style_pod(pod: &Pod) -> Value {
     let Some(obj) = v.as_object_mut() else {
         return v;
     };
-    obj.remove("apiVersion");
-    obj.remove("kind");
+    obj.shift_remove("apiVersion");
+    obj.shift_remove("kind");
     if let Some(meta) = obj
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()))
@@ -201,6 +201,8 @@ mod tests {
         assert_eq!(v["apiVersion"], "v1");
         let item = &v["items"][0];
         assert!(item.get("kind").is_none() && item.get("apiVersion").is_none());
+        let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["metadata", "spec", "status"], "Go's field order");
         assert_eq!(item["metadata"]["creationTimestamp"], Value::Null);
         assert!(
             item["metadata"]
