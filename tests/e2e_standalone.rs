@@ -12,6 +12,8 @@
 
 #[path = "e2e/harness.rs"]
 mod harness;
+#[path = "e2e/logs.rs"]
+mod logs;
 mod support;
 
 use std::collections::BTreeSet;

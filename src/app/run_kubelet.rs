@@ -17,6 +17,7 @@ use crate::kubelet::run::{Running, StartError};
 use crate::kubelet::runonce::{RunOnceError, RunPodResult};
 use crate::kubelet::server::auth::KubeletAuth;
 use crate::kubelet::server::handlers::{ServerHandlers, main_router, read_only_router};
+use crate::kubelet::server::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
 use crate::kubelet::server::pods::{pods_handler, running_pods_handler};
 use crate::kubelet::server::tls::TlsOptions;
 use crate::kubelet::server::{ServerError, main_server, read_only_server};
@@ -107,6 +108,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
 
     // startKubelet: the kubelet, then its servers.
     let pods = kubelet.pods_provider();
+    let container_logs = kubelet.container_logs();
     let healthz = Healthz::new();
     let health = kubelet.sync_loop_health();
     healthz
@@ -127,6 +129,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         router.handle("/pods", pods_handler(pods.clone()))?;
         if c.enable_debugging_handlers {
             router.handle("/runningpods/", running_pods_handler(pods.clone()))?;
+            router.handle(CONTAINER_LOGS_PATH, container_logs_handler(container_logs))?;
         }
         let tls = p
             .tls

@@ -21,6 +21,7 @@ use crate::cri::RuntimeServices;
 use crate::features;
 use crate::kubelet::config::{FileSource, HttpSource, PodConfig, PodUpdates, SourcesReady};
 use crate::kubelet::container::{GcPolicy, PodCache, Runtime};
+use crate::kubelet::container_logs::KubeletContainerLogs;
 use crate::kubelet::housekeeping::Housekeeping;
 use crate::kubelet::images::{
     CriImageFsStats, IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, ImageGcManager, ImageGcPolicy,
@@ -99,6 +100,8 @@ pub struct Kubelet {
     pub pod_workers: PodWorkers,
     pub pod_cache: Arc<PodCache>,
     pub runtime: Arc<dyn Runtime>,
+    /// The CRI runtime service itself (container logs).
+    pub runtime_service: Arc<dyn crate::cri::RuntimeService>,
     pub pleg: Arc<GenericPleg>,
     pub pleg_events: EventStream,
     pub prober: ProberManager,
@@ -127,6 +130,16 @@ impl Kubelet {
             pod_manager: self.pod_manager.clone(),
             status_manager: self.status_manager.clone(),
             runtime: self.runtime.clone(),
+        })
+    }
+
+    /// What /containerLogs/ serves.
+    pub fn container_logs(&self) -> Arc<KubeletContainerLogs> {
+        Arc::new(KubeletContainerLogs {
+            pod_manager: self.pod_manager.clone(),
+            status_manager: self.status_manager.clone(),
+            runtime: self.runtime_service.clone(),
+            clock: self.clock.clone(),
         })
     }
 
@@ -526,6 +539,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
     };
 
     Ok(Kubelet {
+        runtime_service: runtime_services.runtime.clone(),
         server,
         node_name,
         clock,

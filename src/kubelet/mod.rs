@@ -5,6 +5,7 @@ pub mod certificate;
 pub mod client;
 pub mod config;
 pub mod container;
+pub mod container_logs;
 pub mod envvars;
 pub mod events;
 pub mod eviction;

@@ -10,15 +10,14 @@
 use std::fs::{File, OpenOptions};
 use std::future::Future;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
+use nix::sys::inotify::AddWatchFlags;
+
+use crate::util::inotify::AsyncInotify;
 
 /// Errors from taking or watching the lock file.
 #[derive(Debug, thiserror::Error)]
@@ -117,15 +116,7 @@ pub async fn acquire(path: &Path) -> Result<LockFile, LockFileError> {
 /// An inotify watch on the lock file for open and delete-self events.
 pub struct ContentionWatch {
     path: PathBuf,
-    fd: AsyncFd<InotifyFd>,
-}
-
-struct InotifyFd(Inotify);
-
-impl AsRawFd for InotifyFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_fd().as_raw_fd()
-    }
+    inotify: AsyncInotify,
 }
 
 impl std::fmt::Debug for ContentionWatch {
@@ -140,25 +131,14 @@ impl std::fmt::Debug for ContentionWatch {
 /// within a tokio runtime. Set up after taking the lock, so our own open does
 /// not count.
 pub fn watch_for_contention(path: &Path) -> Result<ContentionWatch, LockFileError> {
-    let err = |source| LockFileError::Watch {
-        path: path.to_path_buf(),
-        source,
-    };
-    let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).map_err(err)?;
-    inotify
-        .add_watch(path, AddWatchFlags::IN_OPEN | AddWatchFlags::IN_DELETE_SELF)
-        .map_err(err)?;
-    // SAFETY: the descriptor is owned by the `Inotify` moved into the
-    // `AsyncFd`, stays open until it is dropped, and `as_raw_fd` always
-    // returns that same descriptor.
-    let fd = unsafe { AsyncFd::register_with_interest(InotifyFd(inotify), Interest::READABLE) }
+    let inotify = AsyncInotify::watch(path, AddWatchFlags::IN_OPEN | AddWatchFlags::IN_DELETE_SELF)
         .map_err(|e| LockFileError::Watch {
             path: path.to_path_buf(),
-            source: Errno::from_raw(e.into_parts().1.raw_os_error().unwrap_or(libc::EIO)),
+            source: e.errno(),
         })?;
     Ok(ContentionWatch {
         path: path.to_path_buf(),
-        fd,
+        inotify,
     })
 }
 
@@ -166,27 +146,13 @@ impl ContentionWatch {
     /// Resolves on the first inotify event (or a watch error, which Go treats
     /// the same way: the caller shuts down).
     pub async fn contended(self) {
-        loop {
-            let mut guard = match self.fd.readable().await {
-                Ok(guard) => guard,
-                Err(e) => {
-                    tracing::error!(path = %self.path.display(), error = %e, "inotify watcher error");
-                    return;
-                }
-            };
-            match guard.try_io(|inner| inner.get_ref().0.read_events().map_err(io::Error::from)) {
-                Ok(Ok(events)) if !events.is_empty() => {
-                    let masks: Vec<String> =
-                        events.iter().map(|e| format!("{:?}", e.mask)).collect();
-                    tracing::info!(path = %self.path.display(), event = ?masks, "Inotify event");
-                    return;
-                }
-                Ok(Ok(_)) => continue,
-                Ok(Err(e)) => {
-                    tracing::error!(path = %self.path.display(), error = %e, "inotify watcher error");
-                    return;
-                }
-                Err(_would_block) => continue,
+        match self.inotify.next_events().await {
+            Ok(events) => {
+                let masks: Vec<String> = events.iter().map(|e| format!("{:?}", e.mask)).collect();
+                tracing::info!(path = %self.path.display(), event = ?masks, "Inotify event");
+            }
+            Err(e) => {
+                tracing::error!(path = %self.path.display(), error = %e, "inotify watcher error");
             }
         }
     }

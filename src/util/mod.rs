@@ -2,6 +2,7 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod inotify;
 pub mod lifecycle;
 pub mod lockfile;
 pub mod node_name;

@@ -328,3 +328,56 @@ pub async fn cri_containers(
 pub fn uid(p: &Pod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
+
+/// Sends GET `path` to the node's main (TLS) port, trusting the self-signed
+/// certificate the kubelet wrote to its cert dir for `node`; returns the
+/// status and the body as it streams.
+pub async fn https_request(
+    dirs: &NodeDirs,
+    node: &str,
+    port: u16,
+    path: &str,
+) -> (u16, hyper::body::Incoming) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(dirs.path("pki/kubelet.crt"))
+            .expect("kubelet.crt")
+            .collect::<Result<_, _>>()
+            .expect("PEM certificates");
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add_parsable_certificates(certs);
+    let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect to the main port");
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(ServerName::try_from(node.to_string()).expect("name"), tcp)
+        .await
+        .expect("TLS handshake with the kubelet's own certificate");
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .expect("HTTP handshake");
+    tokio::spawn(conn);
+    let req = http::Request::get(path)
+        .header("host", node)
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .expect("request");
+    let resp = sender.send_request(req).await.expect("response");
+    (resp.status().as_u16(), resp.into_body())
+}
+
+/// GET on the main port, the whole body as text.
+pub async fn https_get(dirs: &NodeDirs, node: &str, port: u16, path: &str) -> (u16, String) {
+    use http_body_util::BodyExt;
+    let (status, body) = https_request(dirs, node, port, path).await;
+    let bytes = body.collect().await.expect("body").to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}

@@ -5,13 +5,12 @@
 //! be listed again.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
+use nix::sys::inotify::AddWatchFlags;
+
+use crate::util::inotify::{AsyncInotify, InotifyError};
 
 /// What happened to a manifest path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,17 +57,9 @@ impl WatchError {
     }
 }
 
-struct Fd(Inotify);
-
-impl AsRawFd for Fd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_fd().as_raw_fd()
-    }
-}
-
 /// A live inotify watch on one path.
 pub struct Watcher {
-    fd: AsyncFd<Fd>,
+    inotify: AsyncInotify,
     path: PathBuf,
 }
 
@@ -91,20 +82,12 @@ impl Watcher {
     /// Watches `path` (following a symlink to it). Must be called within a
     /// tokio runtime.
     pub fn new(path: &Path) -> Result<Self, WatchError> {
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
-            .map_err(|e| WatchError::Init(e.into()))?;
-        inotify
-            .add_watch(path, mask())
-            .map_err(|source| WatchError::AddWatch {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        // SAFETY: the descriptor is owned by the `Inotify` inside `Fd`, which the
-        // `AsyncFd` owns: it stays open and unchanged until the `AsyncFd` drops.
-        let fd = unsafe { AsyncFd::register_with_interest(Fd(inotify), Interest::READABLE) }
-            .map_err(|e| WatchError::Init(e.into_parts().1))?;
+        let inotify = AsyncInotify::watch(path, mask()).map_err(|e| match e {
+            InotifyError::Init(e) => WatchError::Init(e),
+            InotifyError::AddWatch { path, source } => WatchError::AddWatch { path, source },
+        })?;
         Ok(Watcher {
-            fd,
+            inotify,
             path: path.to_path_buf(),
         })
     }
@@ -112,32 +95,14 @@ impl Watcher {
     /// Waits for events and returns every one available, in order.
     pub async fn next_batch(&mut self) -> Result<Vec<WatchEvent>, WatchError> {
         loop {
-            let mut guard = self
-                .fd
-                .readable()
+            let raw = self
+                .inotify
+                .next_events()
                 .await
                 .map_err(|source| WatchError::Read {
                     path: self.path.clone(),
                     source,
                 })?;
-            let mut raw = Vec::new();
-            loop {
-                match guard.get_inner().0.read_events() {
-                    Ok(events) if !events.is_empty() => raw.extend(events),
-                    Ok(_) => break,
-                    Err(Errno::EAGAIN) => {
-                        guard.clear_ready();
-                        break;
-                    }
-                    Err(Errno::EINTR) => continue,
-                    Err(e) => {
-                        return Err(WatchError::Read {
-                            path: self.path.clone(),
-                            source: e.into(),
-                        });
-                    }
-                }
-            }
             let events = self.translate(raw);
             if !events.is_empty() {
                 return Ok(events);

@@ -18,6 +18,7 @@ pub mod hooks;
 pub mod kill;
 pub mod labels;
 pub mod log_paths;
+pub mod logs;
 pub mod manager;
 pub mod pod_sandbox;
 pub mod resources;

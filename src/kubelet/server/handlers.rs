@@ -1,8 +1,9 @@
 //! The handler sets the Go kubelet installs on its servers, as far as they
-//! exist yet: the default set (healthz, /metrics; /pods, /stats/, /spec/ and
-//! the other metrics endpoints come with later issues), the debugging set
-//! (/configz; logs, exec, attach, port-forward later), and the answers for
-//! debugging endpoints when they are disabled.
+//! exist yet: the default set (healthz, /metrics; RunKubelet adds /pods),
+//! the debugging set (/configz here; RunKubelet adds /runningpods/ and
+//! /containerLogs/, see `logs`; /stats/, exec, attach and port-forward do
+//! not exist yet), and the answers for debugging endpoints when they are
+//! disabled.
 
 use std::sync::Arc;
 
