@@ -14,6 +14,8 @@
 mod harness;
 #[path = "e2e/logs.rs"]
 mod logs;
+#[path = "e2e/streaming.rs"]
+mod streaming;
 mod support;
 
 use std::collections::BTreeSet;

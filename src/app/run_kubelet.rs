@@ -19,6 +19,7 @@ use crate::kubelet::server::auth::KubeletAuth;
 use crate::kubelet::server::handlers::{ServerHandlers, main_router, read_only_router};
 use crate::kubelet::server::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
 use crate::kubelet::server::pods::{pods_handler, running_pods_handler};
+use crate::kubelet::server::streaming::{Verb, streaming_handler};
 use crate::kubelet::server::tls::TlsOptions;
 use crate::kubelet::server::{ServerError, main_server, read_only_server};
 use crate::util::lifecycle::TaskSet;
@@ -109,6 +110,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     // startKubelet: the kubelet, then its servers.
     let pods = kubelet.pods_provider();
     let container_logs = kubelet.container_logs();
+    let streaming = kubelet.streaming();
     let healthz = Healthz::new();
     let health = kubelet.sync_loop_health();
     healthz
@@ -130,6 +132,9 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         if c.enable_debugging_handlers {
             router.handle("/runningpods/", running_pods_handler(pods.clone()))?;
             router.handle(CONTAINER_LOGS_PATH, container_logs_handler(container_logs))?;
+            for verb in [Verb::Exec, Verb::Attach, Verb::PortForward, Verb::Run] {
+                router.handle(verb.path(), streaming_handler(verb, streaming.clone()))?;
+            }
         }
         let tls = p
             .tls

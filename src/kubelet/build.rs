@@ -44,6 +44,7 @@ use crate::kubelet::prober::manager::{ProberDeps, ProberOptions, ResultStreams};
 use crate::kubelet::prober::probe::ProbeGates;
 use crate::kubelet::runtime_helper::{KubeletRuntimeHelper, RuntimeHelperConfig};
 use crate::kubelet::status::{ActiveDeadline, ReasonCache, StatusGenerator, StatusManager};
+use crate::kubelet::streaming::KubeletStreaming;
 use crate::kubelet::sync_loop::admission::{Admission, PreemptFn, SoftAdmission, SysctlAllowlist};
 use crate::kubelet::sync_loop::container_deletor::{ContainerDeletor, ContainerDeletorTask};
 use crate::kubelet::sync_loop::fit::AdmissionNode;
@@ -140,6 +141,15 @@ impl Kubelet {
             status_manager: self.status_manager.clone(),
             runtime: self.runtime_service.clone(),
             clock: self.clock.clone(),
+        })
+    }
+
+    /// What /exec/, /attach/, /portForward/ and /run/ reach.
+    pub fn streaming(&self) -> Arc<KubeletStreaming> {
+        Arc::new(KubeletStreaming {
+            pod_manager: self.pod_manager.clone(),
+            runtime: self.runtime.clone(),
+            runtime_service: self.runtime_service.clone(),
         })
     }
 

@@ -30,6 +30,7 @@ pub mod runonce;
 pub mod runtime_helper;
 pub mod server;
 pub mod status;
+pub mod streaming;
 pub mod sync_loop;
 pub mod types;
 pub mod volumemanager;

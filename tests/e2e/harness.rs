@@ -329,15 +329,14 @@ pub fn uid(p: &Pod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
-/// Sends GET `path` to the node's main (TLS) port, trusting the self-signed
-/// certificate the kubelet wrote to its cert dir for `node`; returns the
-/// status and the body as it streams.
-pub async fn https_request(
+/// A TLS connection to the node's main port, trusting the self-signed
+/// certificate the kubelet wrote to its cert dir for `node`, with HTTP/1.1
+/// on it (upgrades allowed).
+pub async fn https_connect(
     dirs: &NodeDirs,
     node: &str,
     port: u16,
-    path: &str,
-) -> (u16, hyper::body::Incoming) {
+) -> hyper::client::conn::http1::SendRequest<http_body_util::Empty<bytes::Bytes>> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, ServerName};
     let certs: Vec<CertificateDer<'static>> =
@@ -361,16 +360,46 @@ pub async fn https_request(
         .connect(ServerName::try_from(node.to_string()).expect("name"), tcp)
         .await
         .expect("TLS handshake with the kubelet's own certificate");
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-            .await
-            .expect("HTTP handshake");
-    tokio::spawn(conn);
-    let req = http::Request::get(path)
-        .header("host", node)
+    let (sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+        .await
+        .expect("HTTP handshake");
+    tokio::spawn(conn.with_upgrades());
+    sender
+}
+
+/// Sends `method path` (with `headers`) to the node's main port; returns
+/// the response as it streams.
+pub async fn https_send(
+    dirs: &NodeDirs,
+    node: &str,
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> http::Response<hyper::body::Incoming> {
+    let mut sender = https_connect(dirs, node, port).await;
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", node);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .expect("request");
-    let resp = sender.send_request(req).await.expect("response");
+    sender.send_request(req).await.expect("response")
+}
+
+/// GET `path` on the node's main port: the status and the body as it
+/// streams.
+pub async fn https_request(
+    dirs: &NodeDirs,
+    node: &str,
+    port: u16,
+    path: &str,
+) -> (u16, hyper::body::Incoming) {
+    let resp = https_send(dirs, node, port, "GET", path, &[]).await;
     (resp.status().as_u16(), resp.into_body())
 }
 

@@ -1,34 +1,13 @@
 //! Keys the kubelet uses for pods and containers: the pod full name
-//! (`<name>_<namespace>`) and the `name_namespace(uid)` form its messages use.
+//! (`<name>_<namespace>`, from `kubelet::types`) and the
+//! `name_namespace(uid)` form its messages use.
 //! The typed container ID lives in `super::runtime`.
 
 use k8s_openapi::api::core::v1::Pod;
 
-/// Errors from parsing keys.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RefError {
-    #[error("failed to parse the pod full name {0:?}: expected <name>_<namespace>")]
-    PodFullName(String),
-}
-
-/// `<name>_<namespace>`, the key the kubelet uses for a pod across sources.
-pub fn build_pod_full_name(name: &str, namespace: &str) -> String {
-    format!("{name}_{namespace}")
-}
-
-/// The pod full name of a pod object.
-pub fn pod_full_name(pod: &Pod) -> String {
-    build_pod_full_name(pod_name(pod), pod_namespace(pod))
-}
-
-/// Splits a pod full name back into (name, namespace).
-pub fn parse_pod_full_name(full: &str) -> Result<(String, String), RefError> {
-    let parts: Vec<&str> = full.split('_').collect();
-    match parts.as_slice() {
-        [name, ns] if !name.is_empty() && !ns.is_empty() => Ok((name.to_string(), ns.to_string())),
-        _ => Err(RefError::PodFullName(full.to_string())),
-    }
-}
+pub use crate::kubelet::types::{
+    build_pod_full_name, get_pod_full_name as pod_full_name, parse_pod_full_name,
+};
 
 /// `name_namespace(uid)`, how the kubelet names a pod in messages.
 pub fn format_pod(pod: &Pod) -> String {
@@ -53,29 +32,6 @@ pub fn pod_uid(pod: &Pod) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pod_full_name_round_trip() {
-        let cases: &[(&str, Option<(&str, &str)>)] = &[
-            ("web_default", Some(("web", "default"))),
-            (
-                "web-gonode_kube-system",
-                Some(("web-gonode", "kube-system")),
-            ),
-            ("nounderscore", None),
-            ("a_b_c", None),
-            ("_ns", None),
-            ("name_", None),
-        ];
-        for (input, want) in cases {
-            let got = parse_pod_full_name(input).ok();
-            let want = want.map(|(a, b)| (a.to_string(), b.to_string()));
-            assert_eq!(got, want, "{input}");
-            if let Some((n, ns)) = &want {
-                assert_eq!(&build_pod_full_name(n, ns), input);
-            }
-        }
-    }
 
     #[test]
     fn format_pod_shape() {

@@ -1,9 +1,9 @@
 //! The handler sets the Go kubelet installs on its servers, as far as they
 //! exist yet: the default set (healthz, /metrics; RunKubelet adds /pods),
-//! the debugging set (/configz here; RunKubelet adds /runningpods/ and
-//! /containerLogs/, see `logs`; /stats/, exec, attach and port-forward do
-//! not exist yet), and the answers for debugging endpoints when they are
-//! disabled.
+//! the debugging set (/configz here; RunKubelet adds /runningpods/,
+//! /containerLogs/ (see `logs`) and /exec/, /attach/, /portForward/, /run/
+//! (see `streaming`); /stats/ does not exist yet), and the answers for
+//! debugging endpoints when they are disabled.
 
 use std::sync::Arc;
 

@@ -15,7 +15,9 @@ pub mod handlers;
 pub mod listen;
 pub mod logs;
 pub mod pods;
+pub mod proxy;
 pub mod router;
+pub mod streaming;
 pub mod tls;
 
 use std::net::SocketAddr;
