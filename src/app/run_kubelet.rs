@@ -18,6 +18,7 @@ use crate::kubelet::runonce::{RunOnceError, RunPodResult};
 use crate::kubelet::server::auth::KubeletAuth;
 use crate::kubelet::server::handlers::{ServerHandlers, main_router, read_only_router};
 use crate::kubelet::server::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
+use crate::kubelet::server::node_logs::{NODE_LOG_DIR, NODE_LOGS_PATH, node_logs_handler};
 use crate::kubelet::server::pods::{pods_handler, running_pods_handler};
 use crate::kubelet::server::streaming::{Verb, streaming_handler};
 use crate::kubelet::server::tls::TlsOptions;
@@ -132,6 +133,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         if c.enable_debugging_handlers {
             router.handle("/runningpods/", running_pods_handler(pods.clone()))?;
             router.handle(CONTAINER_LOGS_PATH, container_logs_handler(container_logs))?;
+            router.handle(NODE_LOGS_PATH, node_logs_handler(NODE_LOG_DIR))?;
             for verb in [Verb::Exec, Verb::Attach, Verb::PortForward, Verb::Run] {
                 router.handle(verb.path(), streaming_handler(verb, streaming.clone()))?;
             }

@@ -115,6 +115,11 @@ spec:
         assert!(ts.parse::<jiff::Timestamp>().is_ok(), "{ts}");
     }
 
+    // The node's own logs: /var/log as a listing.
+    let (status, body) = https_get(&dirs, NODE, p.main, "/logs/").await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("<pre>\n") && body.ends_with("</pre>\n"), "{body}");
+
     // Not there: Go's answers.
     let refusals: &[(String, u16, String)] = &[
         (

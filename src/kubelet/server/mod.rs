@@ -14,6 +14,7 @@ pub mod cert;
 pub mod handlers;
 pub mod listen;
 pub mod logs;
+pub mod node_logs;
 pub mod pods;
 pub mod proxy;
 pub mod router;
