@@ -7,6 +7,7 @@ pub mod eviction;
 pub mod expansion;
 pub mod hosts;
 pub mod kuberuntime;
+pub mod lifecycle;
 pub mod network;
 pub mod pleg;
 pub mod pod;
