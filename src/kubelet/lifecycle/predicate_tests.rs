@@ -53,11 +53,13 @@ fn handler() -> PredicateAdmitHandler {
     PredicateAdmitHandler::new(node_getter, Arc::new(AdmissionFailureHandlerStub), None)
 }
 
+type Case = (&'static str, Pod, Vec<Arc<Pod>>, Option<(String, String)>);
+
 #[test]
 fn admission_reasons_table() {
     let gi: i64 = 1 << 30;
     // (case, pod, other pods, Some((reason, message)) when rejected)
-    let cases: Vec<(&str, Pod, Vec<Arc<Pod>>, Option<(String, String)>)> = vec![
+    let cases: Vec<Case> = vec![
         ("fits", pod("p", json!({"containers": requests(json!({"cpu": "500m", "memory": "1Gi"}))})), running(), None),
         ("no requests", pod("p", json!({})), running(), None),
         ("cpu", pod("p", json!({"containers": requests(json!({"cpu": "1"}))})), running(),
