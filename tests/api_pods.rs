@@ -10,5 +10,7 @@ mod support;
 
 #[path = "api_pods/common.rs"]
 mod common;
+#[path = "api_pods/objects.rs"]
+mod objects;
 #[path = "api_pods/source.rs"]
 mod source;

@@ -1,6 +1,7 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
 
 pub mod config;
+pub mod configmap;
 pub mod container;
 pub mod envvars;
 pub mod eviction;
@@ -13,5 +14,8 @@ pub mod pleg;
 pub mod pod;
 pub mod prober;
 pub mod qos;
+pub mod secret;
 pub mod server;
+pub mod token;
 pub mod types;
+pub mod util;
