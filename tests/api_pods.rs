@@ -10,6 +10,8 @@ mod support;
 
 #[path = "api_pods/common.rs"]
 mod common;
+#[path = "api_pods/mirror.rs"]
+mod mirror;
 #[path = "api_pods/objects.rs"]
 mod objects;
 #[path = "api_pods/source.rs"]
