@@ -80,6 +80,8 @@ fn mirror_object_shape() {
     );
 }
 
+type Case = (&'static str, Pod, Option<Pod>, Option<Node>, bool, Vec<&'static str>);
+
 #[tokio::test]
 async fn sync_table() {
     // (case, pod, mirror, node, delete succeeds, calls)
@@ -92,7 +94,7 @@ async fn sync_table() {
             .insert(CONFIG_SOURCE_ANNOTATION_KEY.into(), "api".into());
         p
     };
-    let cases: Vec<(&str, Pod, Option<Pod>, Option<Node>, bool, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "missing mirror is created",
             static_pod("h1"),
