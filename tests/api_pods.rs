@@ -16,3 +16,5 @@ mod mirror;
 mod objects;
 #[path = "api_pods/source.rs"]
 mod source;
+#[path = "api_pods/status.rs"]
+mod status;

@@ -16,6 +16,7 @@ pub mod prober;
 pub mod qos;
 pub mod secret;
 pub mod server;
+pub mod status;
 pub mod token;
 pub mod types;
 pub mod util;

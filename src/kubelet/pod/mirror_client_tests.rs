@@ -80,7 +80,14 @@ fn mirror_object_shape() {
     );
 }
 
-type Case = (&'static str, Pod, Option<Pod>, Option<Node>, bool, Vec<&'static str>);
+type Case = (
+    &'static str,
+    Pod,
+    Option<Pod>,
+    Option<Node>,
+    bool,
+    Vec<&'static str>,
+);
 
 #[tokio::test]
 async fn sync_table() {

@@ -1,0 +1,3 @@
+//! pkg/kubelet/status: the API half of the status manager ([`sync`]).
+
+pub mod sync;
