@@ -14,6 +14,8 @@ mod common;
 mod mirror;
 #[path = "api_pods/objects.rs"]
 mod objects;
+#[path = "api_pods/outage.rs"]
+mod outage;
 #[path = "api_pods/source.rs"]
 mod source;
 #[path = "api_pods/status.rs"]
