@@ -123,7 +123,11 @@ impl PodSource for ApiserverSource {
         tracing::info!("Watching apiserver");
 
         let api: Api<Pod> = Api::all(self.client.clone());
-        let config = watcher::Config::default().fields(&self.field_selector());
+        // Lists start from the API server's cache (resourceVersion=0), as
+        // Go's reflector does.
+        let config = watcher::Config::default()
+            .fields(&self.field_selector())
+            .any_semantic();
         let mut events = watcher::watcher(api, config).default_backoff().boxed();
         let mut store = UndeltaStore::default();
         loop {

@@ -216,7 +216,9 @@ async fn run_watch<K: ManagedObject>(
     generation: u64,
     stop: CancellationToken,
 ) {
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", item.name));
+    let config = watcher::Config::default()
+        .fields(&format!("metadata.name={}", item.name))
+        .any_semantic();
     let mut events = watcher::watcher(api, config).default_backoff().boxed();
     // The object as listed so far by a list in progress.
     let mut listing: Option<Option<K>> = None;
