@@ -18,3 +18,4 @@ pub mod logs;
 pub mod metrics;
 pub mod util;
 pub mod version;
+pub mod volume;

@@ -123,6 +123,13 @@ impl CounterVec {
         let key = self.desc.key(values);
         lock(&self.children).get(&key).copied().unwrap_or(0.0)
     }
+
+    /// Drops the child with these label values (the series disappears from
+    /// the output); whether there was one.
+    pub fn remove(&self, values: &[&str]) -> bool {
+        let key = self.desc.key(values);
+        lock(&self.children).remove(&key).is_some()
+    }
 }
 
 impl Collector for CounterVec {
@@ -198,6 +205,12 @@ impl HistogramVec {
         }
         data.sum += value;
         data.count += 1;
+    }
+
+    /// Drops the child with these label values; whether there was one.
+    pub fn remove(&self, values: &[&str]) -> bool {
+        let key = self.desc.key(values);
+        lock(&self.children).remove(&key).is_some()
     }
 
     /// The upper bounds.
@@ -311,6 +324,11 @@ mod tests {
         );
         assert_eq!(c.get(&["version"]), 2.0);
         assert_eq!(c.get(&["never"]), 0.0);
+        assert!(c.remove(&["status"]));
+        assert!(!c.remove(&["status"]), "already gone");
+        let mut out = String::new();
+        c.encode(&mut out);
+        assert!(!out.contains("status"), "{out}");
     }
 
     #[test]
@@ -337,6 +355,8 @@ mod tests {
         let snap = h.snapshot(&["x"]).expect("observed");
         assert_eq!(snap.cumulative, vec![2, 3]);
         assert_eq!(snap.count, 4);
+        assert!(h.remove(&["x"]));
+        assert_eq!(h.snapshot(&["x"]), None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Small building blocks shared by every stage.
 
+pub mod backoff;
 pub mod clock;
 pub mod lifecycle;
 pub mod lockfile;
@@ -10,3 +11,5 @@ pub mod rlimit;
 pub mod signals;
 pub mod swap;
 pub mod systemd;
+pub mod validation;
+pub mod yaml;

@@ -4,11 +4,7 @@
 
 use std::io;
 
-/// The longest DNS-1123 subdomain.
-pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
-
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+pub use crate::util::validation::DNS1123_SUBDOMAIN_MAX_LENGTH;
 
 /// Errors in finding or validating the node name.
 #[derive(Debug, thiserror::Error)]
@@ -53,34 +49,7 @@ fn system_hostname() -> io::Result<String> {
 /// The problems that make `value` an invalid DNS-1123 subdomain (empty when
 /// it is valid), worded as the API server words them.
 pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-        errs.push(format!(
-            "must be no more than {DNS1123_SUBDOMAIN_MAX_LENGTH} characters"
-        ));
-    }
-    if !is_dns1123_subdomain(value) {
-        errs.push(format!(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
-             '-' or '.', and must start and end with an alphanumeric character \
-             (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"
-        ));
-    }
-    errs
-}
-
-fn is_dns1123_subdomain(value: &str) -> bool {
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !value.is_empty()
-        && value.split('.').all(|label| {
-            let b = label.as_bytes();
-            match (b.first(), b.last()) {
-                (Some(&first), Some(&last)) => {
-                    alnum(first) && alnum(last) && b.iter().all(|&c| alnum(c) || c == b'-')
-                }
-                _ => false,
-            }
-        })
+    crate::util::validation::is_dns1123_subdomain(value)
 }
 
 /// Checks a node name.

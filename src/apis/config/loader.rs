@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::decode::{self, FieldError};
 use super::defaults;
 use super::types::{API_VERSION, KIND, KubeletConfiguration, V1Beta1KubeletConfiguration};
-use super::yaml::{self, YamlError};
+use crate::util::yaml::{self, YamlError};
 
 /// Why a configuration file could not be loaded. Each names the file.
 #[derive(Debug, thiserror::Error)]

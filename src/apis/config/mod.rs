@@ -15,7 +15,6 @@ pub mod loader;
 pub mod quantity_serde;
 pub mod types;
 pub mod validation;
-pub mod yaml;
 
 #[cfg(test)]
 mod tests;

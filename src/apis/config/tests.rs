@@ -168,7 +168,7 @@ fn every_v1beta1_field_is_known_and_read() {
     assert_eq!(c.reserved_system_cpus, "0-1");
     // Everything that was read is printed back under the same names.
     let printed = c.to_configz_json();
-    let source = super::yaml::to_json(EVERY_FIELD).unwrap().value;
+    let source = crate::util::yaml::to_json(EVERY_FIELD).unwrap().value;
     for key in source.as_object().unwrap().keys() {
         if matches!(key.as_str(), "runOnce") {
             continue; // false: left out as Go's omitempty does

@@ -19,82 +19,29 @@ pub const KUBELET_LABELS: &[&str] = &[
 /// Reserved label namespaces a kubelet may use freely (with subdomains).
 pub const KUBELET_LABEL_NAMESPACES: &[&str] = &["kubelet.kubernetes.io", "node.kubernetes.io"];
 
-const NAME_MAX: usize = 63;
-const PREFIX_MAX: usize = 253;
+use crate::util::validation;
 
-fn is_alnum(c: u8) -> bool {
-    c.is_ascii_alphanumeric()
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && is_alnum(b[0])
-        && is_alnum(b[b.len() - 1])
-        && b.iter()
-            .all(|c| is_alnum(*c) || matches!(c, b'-' | b'_' | b'.'))
+fn joined(errs: Vec<String>) -> Result<(), String> {
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("; "))
+    }
 }
 
 /// A DNS-1123 subdomain: lower-case labels joined by dots.
 pub fn is_dns1123_subdomain(s: &str) -> Result<(), String> {
-    if s.len() > PREFIX_MAX {
-        return Err(format!("must be no more than {PREFIX_MAX} characters"));
-    }
-    let ok = !s.is_empty()
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            !b.is_empty()
-                && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-                && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err("a DNS-1123 subdomain must be lower-case alphanumeric labels separated by '.', each starting and ending with an alphanumeric character (for example 'example.com')".to_string())
-    }
+    joined(validation::is_dns1123_subdomain(s))
 }
 
 /// A label key or other qualified name: `[prefix/]name`.
 pub fn is_qualified_name(s: &str) -> Result<(), String> {
-    let (prefix, name) = match s.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, s),
-    };
-    if name.contains('/') {
-        return Err("a qualified name has at most one '/' (an optional DNS subdomain prefix, then the name)".to_string());
-    }
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            return Err("the prefix part of a qualified name must not be empty".to_string());
-        }
-        is_dns1123_subdomain(prefix).map_err(|e| format!("prefix part {e}"))?;
-    }
-    if name.is_empty() {
-        return Err("the name part of a qualified name must not be empty".to_string());
-    }
-    if name.len() > NAME_MAX {
-        return Err(format!(
-            "the name part must be no more than {NAME_MAX} characters"
-        ));
-    }
-    if !is_name_part(name) {
-        return Err("the name part must be alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character (for example 'MyName', 'my.name' or '123-abc')".to_string());
-    }
-    Ok(())
+    joined(validation::is_qualified_name(s))
 }
 
 /// A label value: empty, or up to 63 name characters.
 pub fn is_valid_label_value(s: &str) -> Result<(), String> {
-    if s.len() > NAME_MAX {
-        return Err(format!("must be no more than {NAME_MAX} characters"));
-    }
-    if !s.is_empty() && !is_name_part(s) {
-        return Err("a label value must be empty or alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character (for example 'MyValue' or 'my_value')".to_string());
-    }
-    Ok(())
+    joined(validation::is_valid_label_value(s))
 }
 
 fn namespace(key: &str) -> &str {

@@ -24,7 +24,7 @@
 //! come out as DELETE.
 //!
 //! Static pods are decoded as the Go kubelet decodes them ([`decode`]):
-//! YAML 1.1 or JSON ([`yaml`]), fields newer than v1.25 dropped ([`prune`]),
+//! YAML 1.1 or JSON ([`crate::util::yaml`]), fields newer than v1.25 dropped ([`prune`]),
 //! quantities normalized ([`quantities`]), API defaults ([`defaults`]),
 //! static identity ([`common`]) and create validation ([`validation`]).
 //!
@@ -45,7 +45,6 @@ pub mod prune;
 pub mod quantities;
 pub mod queue;
 pub mod validation;
-pub mod yaml;
 
 pub use apiserver::ApiserverSource;
 pub use error::SourceError;

@@ -12,33 +12,15 @@ use super::settings::RuntimeSettings;
 use crate::cri::api::{HugepageLimit, LinuxContainerResources};
 use crate::util::quantity::{self, Quantity};
 
-/// Kernel bounds on cpu.shares.
-pub const MIN_SHARES: i64 = 2;
-pub const MAX_SHARES: i64 = 262_144;
-pub const SHARES_PER_CPU: i64 = 1024;
-pub const MILLI_CPU_TO_CPU: i64 = 1000;
-/// The smallest CFS quota, 1 ms.
-pub const MIN_QUOTA_PERIOD: i64 = 1000;
-
 const HUGE_PAGE_UNITS: [&str; 6] = ["B", "KB", "MB", "GB", "TB", "PB"];
 
-/// cpu.shares for a CPU request in millicores (2 for none).
-pub fn milli_cpu_to_shares(milli_cpu: i64) -> i64 {
-    if milli_cpu == 0 {
-        return MIN_SHARES;
-    }
-    let shares = milli_cpu.saturating_mul(SHARES_PER_CPU) / MILLI_CPU_TO_CPU;
-    shares.clamp(MIN_SHARES, MAX_SHARES)
+/// cpu.shares for a CPU request in millicores (2 for none): the container
+/// manager's conversion, so pod and container cgroups agree.
+fn milli_cpu_to_shares(milli_cpu: i64) -> i64 {
+    crate::cm::helpers::milli_cpu_to_shares(milli_cpu) as i64
 }
 
-/// CFS quota for a CPU limit in millicores over `period` µs (0: no limit).
-pub fn milli_cpu_to_quota(milli_cpu: i64, period: i64) -> i64 {
-    if milli_cpu == 0 {
-        return 0;
-    }
-    let quota = milli_cpu.saturating_mul(period) / MILLI_CPU_TO_CPU;
-    quota.max(MIN_QUOTA_PERIOD)
-}
+use crate::cm::helpers::milli_cpu_to_quota;
 
 fn parse_or_zero(q: Option<&ApiQuantity>) -> Quantity {
     q.and_then(|q| quantity::parse(q.0.trim()).ok())

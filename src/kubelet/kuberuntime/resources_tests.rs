@@ -10,41 +10,6 @@ fn q(s: &str) -> Quantity {
 }
 
 #[test]
-fn shares_and_quota_table() {
-    let shares: &[(i64, i64)] = &[
-        (0, 2),
-        (1, 2),
-        (2, 2),
-        (100, 102),
-        (500, 512),
-        (1000, 1024),
-        (2000, 2048),
-        (300_000, 262_144),
-    ];
-    for (milli, want) in shares {
-        assert_eq!(milli_cpu_to_shares(*milli), *want, "shares for {milli}m");
-    }
-    let quota: &[(i64, i64, i64)] = &[
-        (0, 100_000, 0),
-        (5, 100_000, 1000),
-        (9, 100_000, 1000),
-        (10, 100_000, 1000),
-        (200, 100_000, 20_000),
-        (500, 100_000, 50_000),
-        (1000, 100_000, 100_000),
-        (1500, 100_000, 150_000),
-        (1500, 50_000, 75_000),
-    ];
-    for (milli, period, want) in quota {
-        assert_eq!(
-            milli_cpu_to_quota(*milli, *period),
-            *want,
-            "quota for {milli}m/{period}"
-        );
-    }
-}
-
-#[test]
 fn linux_resources_table() {
     let on = RuntimeSettings::default();
     let off = RuntimeSettings {

@@ -3,5 +3,7 @@
 //! changed. The event types below are the contract with the syncLoop.
 
 pub mod events;
+pub mod generic;
 
 pub use events::{EventStream, PodLifecycleEvent, PodLifecycleEventType, event_stream};
+pub use generic::{GenericPleg, PlegError};

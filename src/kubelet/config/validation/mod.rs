@@ -14,7 +14,7 @@ mod container;
 mod env;
 mod field;
 mod meta;
-mod names;
+use crate::util::validation as names;
 mod pod_spec;
 mod probe;
 mod resources;

@@ -1,5 +1,14 @@
 //! Name rules of the API machinery (apimachinery util/validation), returning
-//! the same messages.
+//! the same messages. The one home for DNS-1123 names, qualified names, label
+//! values, env var names, config keys, ports and IPs: every check in the
+//! kubelet (flags, static pods, node name, hostnames, env) goes through here.
+
+/// Longest RFC 1123 label.
+pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
+/// Longest RFC 1123 subdomain.
+pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
+/// Longest name part of a qualified name, and longest label value.
+pub const QUALIFIED_NAME_MAX_LENGTH: usize = 63;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
@@ -55,8 +64,8 @@ fn matches_dns_label(s: &str) -> bool {
 /// An RFC 1123 label: at most 63 characters of `[a-z0-9-]`, alphanumeric ends.
 pub fn is_dns1123_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push(max_len_error(63));
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
     if !matches_dns_label(value) {
         errs.push(regex_error(
@@ -71,8 +80,8 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
 /// An RFC 1123 subdomain: dot-separated labels, at most 253 characters.
 pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    if value.len() > 253 {
-        errs.push(max_len_error(253));
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
     if !value.split('.').all(matches_dns_label) {
         errs.push(regex_error(

@@ -32,6 +32,25 @@ pub enum YamlError {
         "error converting YAML to JSON: cannot merge a non-mapping into a mapping at line {line}"
     )]
     BadMerge { line: usize },
+    #[error("error converting YAML to JSON: document contains excessive aliasing")]
+    ExcessiveAliasing,
+}
+
+/// Most nodes alias expansion may produce before a document is refused (a
+/// "billion laughs" document would otherwise exhaust memory).
+const MAX_EXPANDED_NODES: usize = 1_000_000;
+
+fn node_count(node: &Node) -> usize {
+    match node {
+        Node::Scalar { .. } => 1,
+        Node::Seq(items) => 1 + items.iter().map(node_count).sum::<usize>(),
+        Node::Map(pairs, _) => {
+            1 + pairs
+                .iter()
+                .map(|(k, v)| node_count(k) + node_count(v))
+                .sum::<usize>()
+        }
+    }
 }
 
 /// A YAML document turned into JSON, with the keys that were repeated.
@@ -101,6 +120,7 @@ fn parse_tree(text: &str) -> Result<Option<Node>, YamlError> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Node> = None;
     let mut in_document = false;
+    let mut expanded = 0usize;
 
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| YamlError::Syntax(e.to_string()))?;
@@ -126,6 +146,10 @@ fn parse_tree(text: &str) -> Result<Option<Node>, YamlError> {
                 let node = anchors.get(&id).cloned().ok_or_else(|| {
                     YamlError::Syntax(format!("unknown anchor referenced at line {line}"))
                 })?;
+                expanded += node_count(&node);
+                if expanded > MAX_EXPANDED_NODES {
+                    return Err(YamlError::ExcessiveAliasing);
+                }
                 attach(&mut stack, &mut root, &mut anchors, node, 0);
             }
             Event::SequenceStart(_, anchor, _) => stack.push(Frame::Seq(Vec::new(), anchor)),
@@ -633,5 +657,132 @@ mod tests {
             to_json("? [a]\n: 1\n"),
             Err(YamlError::ComplexKey { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod go_yaml_v2_cases {
+    use super::*;
+    use serde_json::json;
+
+    /// Scalars go-yaml v2 + sigs.k8s.io/yaml resolve differently from YAML 1.2.
+    #[test]
+    fn yaml_1_1_scalars() {
+        let cases: &[(&str, Value)] = &[
+            ("yes", json!(true)),
+            ("No", json!(false)),
+            ("on", json!(true)),
+            ("OFF", json!(false)),
+            ("y", json!(true)),
+            ("n", json!(false)),
+            ("yEs", json!("yEs")),
+            ("'yes'", json!("yes")),
+            ("\"on\"", json!("on")),
+            ("0644", json!(420)),
+            ("0o17", json!(15)),
+            ("0x1F", json!(31)),
+            ("0b101", json!(5)),
+            ("-0b101", json!(-5)),
+            ("1_000", json!(1000)),
+            ("08", json!(8)),
+            ("09.5", json!(9.5)),
+            ("+12", json!(12)),
+            ("1.0", json!(1)),
+            ("0.5", json!(0.5)),
+            ("1e3", json!(1000)),
+            (".5", json!(0.5)),
+            ("18446744073709551615", json!(18446744073709551615u64)),
+            ("~", json!(null)),
+            ("", json!(null)),
+            ("Null", json!(null)),
+            // go-yaml v2 resolves these as timestamps but, decoding into
+            // interface{} as sigs.k8s.io/yaml does, keeps their text.
+            ("2024-01-02", json!("2024-01-02")),
+            (
+                "2001-12-14t21:59:43.10-05:00",
+                json!("2001-12-14t21:59:43.10-05:00"),
+            ),
+            ("2001-12-14 21:59:43.10", json!("2001-12-14 21:59:43.10")),
+            ("2001-12-14T21:59:43", json!("2001-12-14T21:59:43")),
+            ("2001-02-30", json!("2001-02-30")),
+            ("1.2.3", json!("1.2.3")),
+            ("-x", json!("-x")),
+            ("!!str 0644", json!("0644")),
+            ("!!int 017", json!(15)),
+            ("|\n  yes\n", json!("yes\n")),
+        ];
+        for (src, want) in cases {
+            let doc = format!("v: {src}");
+            let got = to_json(&doc)
+                .map(|c| c.value)
+                .unwrap_or_else(|e| panic!("{src:?}: {e}"));
+            assert_eq!(got["v"], *want, "{src:?}");
+        }
+    }
+
+    #[test]
+    fn non_finite_floats_are_errors() {
+        for src in [".inf", "-.Inf", ".nan"] {
+            assert!(matches!(
+                to_json(&format!("v: {src}")),
+                Err(YamlError::Unsupported { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn keys_anchors_merges_and_documents() {
+        let doc = "\
+base: &b {x: 1, z: 2}
+derived:
+  <<: *b
+  z: 3
+list: [*b]
+80: http
+yes: t
+1.5: f
+---
+second: doc
+";
+        let got = to_json(doc).expect("parses").value;
+        assert_eq!(
+            got,
+            json!({
+                "base": {"x": 1, "z": 2},
+                "derived": {"x": 1, "z": 3},
+                "list": [{"x": 1, "z": 2}],
+                "80": "http",
+                "true": "t",
+                "1.5": "f",
+            })
+        );
+    }
+
+    #[test]
+    fn a_y_key_is_a_boolean_key_as_in_go_yaml_v2() {
+        assert_eq!(
+            to_json("y: 1\nn: 2").unwrap().value,
+            json!({"true": 1, "false": 2})
+        );
+    }
+
+    #[test]
+    fn empty_stream_is_null_and_syntax_errors_surface() {
+        assert_eq!(to_json("").unwrap().value, Value::Null);
+        assert_eq!(to_json("# only a comment\n").unwrap().value, Value::Null);
+        assert!(matches!(to_json("a: [1, 2"), Err(YamlError::Syntax(_))));
+        assert!(matches!(to_json("a: *nope"), Err(YamlError::Syntax(_))));
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut doc = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..8 {
+            let prev = i - 1;
+            doc.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        assert_eq!(to_json(&doc), Err(YamlError::ExcessiveAliasing));
     }
 }
