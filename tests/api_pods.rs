@@ -20,3 +20,5 @@ mod outage;
 mod source;
 #[path = "api_pods/status.rs"]
 mod status;
+#[path = "api_pods/wiring.rs"]
+mod wiring;

@@ -4,14 +4,20 @@
 //! cache of projected volumes.
 //!
 //! The cache itself (keyed by account, namespace, audiences, lifetime and
-//! bound object; refreshed at 80% of the lifetime or after 24 h) lives with
-//! the volume plugins; [`ApiTokenRequester`] is what it asks.
+//! bound object; refreshed at 80% of the lifetime or after 24 h) is the
+//! volume plugins' [`TokenManager`]; [`ApiTokenRequester`] is the
+//! [`ServiceAccountTokenGetter`] it asks ([`new_token_manager`] wires both).
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
 use tokio::sync::OnceCell;
+
+use crate::util::clock::Clock;
+use crate::volume::{ServiceAccountTokenGetter, TokenError, TokenManager};
 
 /// Why a token could not be issued.
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +101,29 @@ impl TokenRequester for ApiTokenRequester {
             other => other.map_err(TokenRequestError::Api),
         }
     }
+}
+
+#[async_trait]
+impl ServiceAccountTokenGetter for ApiTokenRequester {
+    async fn create_token(
+        &self,
+        namespace: &str,
+        service_account: &str,
+        request: &TokenRequest,
+    ) -> Result<TokenRequest, TokenError> {
+        TokenRequester::create_token(self, namespace, service_account, request)
+            .await
+            .map_err(|e| TokenError(e.to_string()))
+    }
+}
+
+/// The kubelet's token manager: the volume plugins' cache over TokenRequest
+/// through `client` (build phase; `start(&tasks)` runs its cleanup).
+pub fn new_token_manager(client: kube::Client, clock: Arc<dyn Clock>) -> Arc<TokenManager> {
+    Arc::new(TokenManager::new(
+        Arc::new(ApiTokenRequester::new(client)),
+        clock,
+    ))
 }
 
 /// A TokenRequest for a pod's projected token: audiences, lifetime, and the
