@@ -159,14 +159,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn reference_status_round_trips_as_go_writes_it() {
-        // The status the Go kubelet wrote for the reference burstable pod.
-        let text =
-            include_str!("../../../../tests/fixtures/go-kubelet-examples/pod-burstable.json");
-        let pod: serde_json::Value = serde_json::from_str(text).unwrap();
-        let go_status = pod["status"].clone();
-        let decoded: PodStatus = serde_json::from_value(go_status.clone()).unwrap();
-        assert_eq!(pod_status_to_go_value(&decoded), go_status);
+    fn reference_statuses_round_trip_as_go_writes_them() {
+        // The statuses the Go kubelet wrote for the reference pods.
+        let files = [
+            include_str!("../../../../tests/fixtures/go-kubelet-examples/pod-burstable.json"),
+            include_str!("../../../../tests/fixtures/go-kubelet-examples/pod-guaranteed.json"),
+            include_str!("../../../../tests/fixtures/go-kubelet-examples/pod-besteffort.json"),
+        ];
+        for text in files {
+            let pod: serde_json::Value = serde_json::from_str(text).unwrap();
+            let go_status = pod["status"].clone();
+            let decoded: PodStatus = serde_json::from_value(go_status.clone()).unwrap();
+            assert_eq!(
+                pod_status_to_go_value(&decoded),
+                go_status,
+                "{}",
+                pod["metadata"]["name"]
+            );
+        }
     }
 
     #[test]
