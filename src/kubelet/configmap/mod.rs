@@ -36,6 +36,58 @@ pub fn new_config_map_manager(
     KindManager::new(strategy, client, clock, resync, get_ttl, config_map_names)
 }
 
+/// The ConfigMap and Secret managers the kubelet builds from its
+/// configuration (Go's NewMainKubelet switch on
+/// configMapAndSecretChangeDetectionStrategy).
+pub struct ObjectManagers {
+    pub config_maps: Arc<ConfigMapManager>,
+    pub secrets: Arc<crate::kubelet::secret::SecretManager>,
+}
+
+impl ObjectManagers {
+    /// Builds both managers for `strategy` ("Watch", "Cache" or "Get";
+    /// anything else is Go's "unknown configmap and secret manager mode"
+    /// error). `sync_frequency` paces idle watches; `node` gives the TTL
+    /// annotation for "Cache".
+    pub fn new(
+        strategy: &str,
+        sync_frequency: Duration,
+        client: kube::Client,
+        clock: Arc<dyn Clock>,
+        node: Arc<dyn crate::kubelet::lifecycle::NodeGetter>,
+    ) -> Result<Self, ManagerError> {
+        let strategy = ChangeDetectionStrategy::parse(strategy)?;
+        let ttl = crate::kubelet::util::manager::ttl_from_node(move || node.get_node_any_way());
+        Ok(ObjectManagers {
+            config_maps: Arc::new(new_config_map_manager(
+                strategy,
+                client.clone(),
+                clock.clone(),
+                sync_frequency,
+                ttl.clone(),
+            )),
+            secrets: Arc::new(crate::kubelet::secret::new_secret_manager(
+                strategy,
+                client,
+                clock,
+                sync_frequency,
+                ttl,
+            )),
+        })
+    }
+
+    /// The pod manager hooks (register both with `PodManager::with_registrars`).
+    pub fn registrars(&self) -> Vec<Arc<dyn PodObjectRegistrar>> {
+        vec![self.config_maps.clone(), self.secrets.clone()]
+    }
+
+    /// Start phase: the watches of the Watch strategy.
+    pub fn start(&self, tasks: &crate::util::lifecycle::TaskSet) {
+        self.config_maps.start(tasks);
+        self.secrets.start(tasks);
+    }
+}
+
 fn container_names(c: &Container, out: &mut BTreeSet<String>) {
     for from in c.env_from.iter().flatten() {
         if let Some(r) = &from.config_map_ref {
@@ -117,6 +169,40 @@ impl PodObjectRegistrar for KindManager<ConfigMap> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn managers_from_the_configured_strategy() {
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let node: Arc<dyn crate::kubelet::lifecycle::NodeGetter> =
+            Arc::new(|| Err::<k8s_openapi::api::core::v1::Node, _>("no node".to_string()));
+        let clock: Arc<dyn Clock> = Arc::new(crate::util::clock::RealClock);
+        for (text, want) in [
+            ("Watch", ChangeDetectionStrategy::Watch),
+            ("Cache", ChangeDetectionStrategy::Cache),
+            ("Get", ChangeDetectionStrategy::Get),
+        ] {
+            let m = ObjectManagers::new(
+                text,
+                Duration::from_secs(60),
+                client.clone(),
+                clock.clone(),
+                node.clone(),
+            )
+            .unwrap();
+            assert_eq!(m.config_maps.strategy(), want);
+            assert_eq!(m.secrets.strategy(), want);
+            assert_eq!(m.registrars().len(), 2);
+        }
+        let err = ObjectManagers::new("Poll", Duration::from_secs(60), client, clock, node)
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "unknown configmap and secret manager mode: Poll"
+        );
+    }
 
     #[test]
     fn names_of_every_reference() {
