@@ -3,12 +3,17 @@
 //! `Unauthorized` on error or no identity), map the request to node
 //! attributes, authorize (500 on error, 403 `Forbidden (...)` unless allowed).
 //!
-//! The seams are [`Authenticator`] and [`Authorizer`]; issue 6 plugs in the
-//! webhook TokenReview and SubjectAccessReview implementations.
+//! The seams are [`Authenticator`] and [`Authorizer`]; with an API client
+//! the webhook TokenReview and SubjectAccessReview implementations plug in
+//! ([`build_auth`]).
 
 mod attributes;
 mod authn;
 mod authz;
+mod webhook;
+mod webhook_authn;
+mod webhook_authz;
+mod webhook_cache;
 mod x509;
 
 use std::collections::BTreeMap;
@@ -23,6 +28,9 @@ pub use authn::{
     build_authenticator,
 };
 pub use authz::{AlwaysAllowAuthorizer, AlwaysDenyAuthorizer, AuthzMode, build_authorizer};
+pub use webhook::{WebhookBackoff, build_auth};
+pub use webhook_authn::{CachedTokenReviewer, webhook_token_authenticator};
+pub use webhook_authz::WebhookAuthorizer;
 pub use x509::{CA_RELOAD_PERIOD, ClientCaBundle, X509Authenticator, certificate_user};
 
 use super::router::{ResponseBody, text};

@@ -1,0 +1,474 @@
+//! The client certificate manager (client-go's certificate manager as the
+//! kubelet configures it): holds the current client pair, renews it at a
+//! jittered 70–90% of its lifetime (at once when there is none, when it was
+//! handed bootstrap data, or when it no longer matches the template), with
+//! exponential backoff and then a 32 s poll on failure. The API clients
+//! present [`CertificateManager::current`] on every new TLS connection.
+
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rustls::client::ResolvesClientCert;
+use rustls::sign::CertifiedKey;
+
+use super::CertificateError;
+use super::csr::{self, CsrRequest, CsrSubject};
+use super::pem::KeyPair;
+use super::store::FileStore;
+use crate::util::clock::Clock;
+use crate::util::lifecycle::TaskSet;
+
+/// How long a rotation waits for its request to be issued.
+pub const CERTIFICATE_WAIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// The clients a rotation requests certificates with: the one that presents
+/// the current certificate, and the bootstrap credentials for when there is
+/// no valid certificate.
+#[derive(Clone)]
+pub struct CsrClients {
+    pub with_current: kube::Client,
+    pub bootstrap: Option<kube::Client>,
+}
+
+/// What the manager is built from.
+pub struct ManagerConfig {
+    pub subject: CsrSubject,
+    pub signer_name: String,
+    pub usages: Vec<String>,
+    pub store: FileStore,
+    /// Credentials handed in the kubeconfig (kubeadm's initial pair): used
+    /// until the first rotation, which happens at once.
+    pub bootstrap_pair: Option<(Vec<u8>, Vec<u8>)>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The kubelet's client certificate manager.
+pub struct CertificateManager {
+    subject: CsrSubject,
+    signer_name: String,
+    usages: Vec<String>,
+    store: FileStore,
+    clock: Arc<dyn Clock>,
+    cert: RwLock<Option<Arc<KeyPair>>>,
+    server_healthy: std::sync::atomic::AtomicBool,
+    force_rotation: std::sync::atomic::AtomicBool,
+    clients: OnceLock<CsrClients>,
+    rotations: Mutex<u64>,
+}
+
+impl std::fmt::Debug for CertificateManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificateManager")
+            .field("subject", &self.subject)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Go's jitter of the rotation deadline: uniformly within 70%–90% of the
+/// certificate's lifetime after notBefore. `r` is in [0, 1).
+pub fn jittery_deadline(not_before: SystemTime, not_after: SystemTime, r: f64) -> SystemTime {
+    let total = not_after
+        .duration_since(not_before)
+        .unwrap_or_default()
+        .as_secs_f64();
+    not_before + Duration::from_secs_f64(total * (0.7 + 0.2 * r))
+}
+
+impl CertificateManager {
+    /// Loads the current pair from the store, or the bootstrap pair (written
+    /// to the store, and rotated at once), or none (rotated at once).
+    pub async fn new(config: ManagerConfig) -> Result<Arc<Self>, CertificateError> {
+        let now = config.clock.now();
+        let (cert, force) = match config.store.current_async().await {
+            Ok(pair) if now < pair.not_after => (Some(Arc::new(pair)), false),
+            Ok(_) => (None, true),
+            Err(CertificateError::NoCertKey(_)) => (None, true),
+            Err(e) => return Err(e),
+        };
+        let (cert, force) = match (cert, &config.bootstrap_pair) {
+            (Some(c), _) => (Some(c), force),
+            (None, Some((c, k))) => {
+                let pair = KeyPair::from_pem(c, k)?;
+                if let Err(e) = config.store.update_async(c.clone(), k.clone()).await {
+                    tracing::error!(error = %e, "Unable to set the cert/key pair to the bootstrap certificate");
+                }
+                (Some(Arc::new(pair)), true)
+            }
+            (None, None) => (None, true),
+        };
+        Ok(Arc::new(CertificateManager {
+            subject: config.subject,
+            signer_name: config.signer_name,
+            usages: config.usages,
+            store: config.store,
+            clock: config.clock,
+            cert: RwLock::new(cert),
+            server_healthy: std::sync::atomic::AtomicBool::new(false),
+            force_rotation: std::sync::atomic::AtomicBool::new(force),
+            clients: OnceLock::new(),
+            rotations: Mutex::new(0),
+        }))
+    }
+
+    /// Sets the clients rotations use (once; the API clients are built after
+    /// the manager, since they present its certificate).
+    pub fn set_clients(&self, clients: CsrClients) {
+        let _ = self.clients.set(clients);
+    }
+
+    /// The current pair; `None` when there is none or it has expired.
+    pub fn current(&self) -> Option<Arc<KeyPair>> {
+        let cert = self
+            .cert
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
+        if self.clock.now() > cert.not_after {
+            crate::vlog!(
+                2,
+                "kubernetes.io/kube-apiserver-client-kubelet: Current certificate is expired"
+            );
+            return None;
+        }
+        Some(cert)
+    }
+
+    /// Whether the last request reached a responsive API server.
+    pub fn server_healthy(&self) -> bool {
+        self.server_healthy
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many rotations succeeded.
+    pub fn rotations(&self) -> u64 {
+        *self.rotations.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn satisfies_template(&self, cert: &KeyPair) -> bool {
+        if cert.common_name != self.subject.common_name {
+            crate::vlog!(2, current = %cert.common_name, requested = %self.subject.common_name,
+                "Current certificate CN does not match requested CN");
+            return false;
+        }
+        let missing: Vec<&String> = self
+            .subject
+            .organizations
+            .iter()
+            .filter(|o| !cert.organizations.contains(o))
+            .collect();
+        if !missing.is_empty() {
+            crate::vlog!(2, missing = ?missing, "Current certificate is missing requested orgs");
+            return false;
+        }
+        true
+    }
+
+    /// When the next rotation is due.
+    pub fn next_rotation_deadline(&self) -> SystemTime {
+        let now = self.clock.now();
+        if self
+            .force_rotation
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            return now;
+        }
+        let cert = self.cert.read().unwrap_or_else(|p| p.into_inner()).clone();
+        match cert {
+            Some(c) if self.satisfies_template(&c) => {
+                let deadline = jittery_deadline(c.not_before, c.not_after, rand::random::<f64>());
+                crate::vlog!(2,
+                    expiration = %fmt_time(c.not_after),
+                    deadline = %fmt_time(deadline),
+                    "Certificate expiration and rotation deadline");
+                deadline
+            }
+            _ => now,
+        }
+    }
+
+    fn csr_client(&self) -> Result<kube::Client, CertificateError> {
+        let clients = self.clients.get().ok_or_else(|| {
+            CertificateError::Client("no client to request certificates with".into())
+        })?;
+        Ok(match (self.current(), &clients.bootstrap) {
+            (None, Some(b)) => b.clone(),
+            _ => clients.with_current.clone(),
+        })
+    }
+
+    /// Go's reading of a failed request: an answer of 401, 403 or 404
+    /// comes from a responsive server; 5xx and transport errors do not.
+    fn note_server_error(&self, e: &CertificateError) {
+        let healthy = matches!(
+            e,
+            CertificateError::CreateStatus {
+                code: 401 | 403 | 404,
+                ..
+            }
+        );
+        self.server_healthy
+            .store(healthy, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// One rotation: new key, CSR, wait for the certificate, store it, use
+    /// it. `false` when it did not succeed (logged).
+    pub async fn rotate_certs(&self) -> bool {
+        crate::vlog!(
+            2,
+            "kubernetes.io/kube-apiserver-client-kubelet: Rotating certificates"
+        );
+        let key_pem = match csr::generate_key_pem() {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::error!(error = %e, "Unable to generate a certificate signing request");
+                return false;
+            }
+        };
+        let csr_pem = match csr::make_csr(&key_pem, &self.subject) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "Unable to generate a certificate signing request");
+                return false;
+            }
+        };
+        let client = match self.csr_client() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "Unable to load a client to request certificates");
+                return false;
+            }
+        };
+        let req = CsrRequest {
+            name: String::new(),
+            csr_pem,
+            key_pem: key_pem.clone(),
+            signer_name: self.signer_name.clone(),
+            usages: self.usages.clone(),
+            expiration_seconds: None,
+        };
+        let (name, uid) = match csr::request_certificate(&client, &req).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::error!(error = %e, "Failed while requesting a signed certificate from the control plane");
+                self.note_server_error(&e);
+                return false;
+            }
+        };
+        let cert_pem =
+            match csr::wait_for_certificate(&client, &name, &uid, CERTIFICATE_WAIT_TIMEOUT).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(error = %e, csr = %name, "Certificate request was not signed");
+                    return false;
+                }
+            };
+        let pair = match self
+            .store
+            .update_async(cert_pem, key_pem.into_bytes())
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "Unable to store the new cert/key pair");
+                return false;
+            }
+        };
+        self.server_healthy
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        *self.cert.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(pair));
+        *self.rotations.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        true
+    }
+
+    /// Spawns the rotation loop.
+    pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
+        crate::vlog!(
+            2,
+            "kubernetes.io/kube-apiserver-client-kubelet: Certificate rotation is enabled"
+        );
+        let me = self.clone();
+        let token = tasks.token();
+        tasks.spawn("client-certificate-rotation", async move {
+            loop {
+                let deadline = me.next_rotation_deadline();
+                let wait = deadline.duration_since(me.clock.now()).unwrap_or_default();
+                if !wait.is_zero() {
+                    crate::vlog!(2, wait = ?wait, "Waiting for next certificate rotation");
+                    tokio::select! {
+                        _ = token.cancelled() => return,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+                let rotate = me.rotate_with_backoff();
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = rotate => {}
+                }
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        });
+    }
+
+    /// Exponential backoff (2 s doubling, 10% jitter, 5 tries), then a poll
+    /// every 32 s until a rotation succeeds.
+    async fn rotate_with_backoff(&self) {
+        let mut delay = Duration::from_secs(2);
+        for attempt in 0..5 {
+            if self.rotate_certs().await {
+                return;
+            }
+            if attempt < 4 {
+                let jitter = delay.mul_f64(0.1 * rand::random::<f64>());
+                tokio::time::sleep(delay + jitter).await;
+                delay *= 2;
+            }
+        }
+        tracing::error!(
+            "kubernetes.io/kube-apiserver-client-kubelet: Reached backoff limit, still unable to rotate certs"
+        );
+        loop {
+            tokio::time::sleep(Duration::from_secs(32)).await;
+            if self.rotate_certs().await {
+                return;
+            }
+        }
+    }
+
+    /// A rustls client certificate resolver presenting the current pair.
+    pub fn resolver(self: &Arc<Self>) -> Arc<dyn ResolvesClientCert> {
+        Arc::new(CurrentCertResolver(self.clone()))
+    }
+}
+
+fn fmt_time(t: SystemTime) -> String {
+    jiff::Timestamp::try_from(t)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+#[derive(Debug)]
+struct CurrentCertResolver(Arc<CertificateManager>);
+
+impl ResolvesClientCert for CurrentCertResolver {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        // No certificate: the handshake goes on without one, as Go's
+        // GetClientCertificate returning an empty certificate.
+        self.0.current().map(|p| p.certified.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet::certificate::pem::testing::self_signed;
+    use crate::util::clock::RealClock;
+
+    #[test]
+    fn deadline_falls_between_70_and_90_percent() {
+        let nb = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let na = nb + Duration::from_secs(1000);
+        let cases = [(0.0, 700), (0.5, 800), (0.999_999, 899)];
+        for (r, want) in cases {
+            let d = jittery_deadline(nb, na, r);
+            assert_eq!(d.duration_since(nb).unwrap().as_secs(), want, "r={r}");
+        }
+    }
+
+    fn now_unix() -> i64 {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    }
+
+    async fn manager(
+        dir: &std::path::Path,
+        bootstrap: Option<(String, String)>,
+    ) -> Arc<CertificateManager> {
+        let store = FileStore::open("kubelet-client", dir, dir, None, None).unwrap();
+        CertificateManager::new(ManagerConfig {
+            subject: CsrSubject::node("n1"),
+            signer_name: csr::KUBELET_CLIENT_SIGNER.into(),
+            usages: csr::kubelet_client_usages(),
+            store,
+            bootstrap_pair: bootstrap.map(|(c, k)| (c.into_bytes(), k.into_bytes())),
+            clock: Arc::new(RealClock),
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn initial_state_table() {
+        let now = now_unix();
+        // (stored pair, bootstrap pair, want current CN, want forced rotation)
+        let good = self_signed("system:node:n1", "system:nodes", now - 100, 1000);
+        let expired = self_signed("system:node:n1", "system:nodes", now - 2000, 1000);
+        let admin = self_signed("kubernetes-admin", "system:masters", now - 100, 1000);
+        let cases = vec![
+            ("nothing", None, None, None, true),
+            (
+                "stored",
+                Some(good.clone()),
+                None,
+                Some("system:node:n1"),
+                false,
+            ),
+            ("stored expired", Some(expired.clone()), None, None, true),
+            (
+                "bootstrap data",
+                None,
+                Some(admin.clone()),
+                Some("kubernetes-admin"),
+                true,
+            ),
+            (
+                "stored wins over bootstrap",
+                Some(good.clone()),
+                Some(admin.clone()),
+                Some("system:node:n1"),
+                false,
+            ),
+        ];
+        for (name, stored, bootstrap, want_cn, want_forced) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            if let Some((c, k)) = &stored {
+                let s =
+                    FileStore::open("kubelet-client", dir.path(), dir.path(), None, None).unwrap();
+                s.update(c.as_bytes(), k.as_bytes()).unwrap();
+            }
+            let m = manager(dir.path(), bootstrap).await;
+            assert_eq!(
+                m.current().map(|c| c.common_name.clone()).as_deref(),
+                want_cn,
+                "{name}"
+            );
+            let deadline = m.next_rotation_deadline();
+            let forced = deadline <= SystemTime::now();
+            assert_eq!(forced, want_forced, "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_certificate_for_another_subject_is_rotated_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = now_unix();
+        let (c, k) = self_signed("system:node:other", "system:nodes", now - 10, 100_000);
+        let s = FileStore::open("kubelet-client", dir.path(), dir.path(), None, None).unwrap();
+        s.update(c.as_bytes(), k.as_bytes()).unwrap();
+        let m = manager(dir.path(), None).await;
+        assert!(m.current().is_some());
+        assert!(m.next_rotation_deadline() <= SystemTime::now());
+    }
+}

@@ -1,0 +1,39 @@
+//! The kubelet's API server clients (Go's buildKubeletClientConfig and the
+//! clients run() makes from it): from `--kubeconfig` (after a TLS bootstrap
+//! from `--bootstrap-kubeconfig` when needed), three kube clients over one
+//! connection-tracked transport:
+//!
+//! - `main`: throttled by kubeAPIQPS / kubeAPIBurst;
+//! - `events`: throttled by eventRecordQPS / eventBurst;
+//! - `heartbeat`: unthrottled, each request bounded by
+//!   min(nodeLeaseDurationSeconds, nodeStatusUpdateFrequency).
+//!
+//! Repeated heartbeat failures drop every connection
+//! ([`KubeClients::close_all_connections`]) so a dead endpoint is abandoned.
+//! With `rotateCertificates` the clients present the certificate manager's
+//! current pair, and a rotation drops the connections so new handshakes use
+//! it. Bodies are JSON: kube speaks no protobuf.
+
+pub mod clients;
+pub mod connector;
+pub mod kubeconfig;
+pub mod ratelimit;
+pub mod timeout;
+
+pub use clients::{ClientParams, HeartbeatFailureFn, KubeClients, build_clients};
+pub use connector::ConnTracker;
+
+use std::path::PathBuf;
+
+/// Errors building the API clients.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("invalid kubeconfig {path:?}: {reason}")]
+    Kubeconfig { path: PathBuf, reason: String },
+    #[error("{path:?}: {reason}")]
+    Io { path: PathBuf, reason: String },
+    #[error("failed to initialize kubelet client: {0}")]
+    Build(String),
+    #[error(transparent)]
+    Certificate(#[from] crate::kubelet::certificate::CertificateError),
+}
