@@ -1,6 +1,8 @@
 //! Process tests of the `kubelet` binary's command line: help, version,
 //! command-line errors, deprecation warnings, configuration errors, and a
-//! start with SIGTERM/SIGINT.
+//! start with SIGTERM/SIGINT. The started kubelets keep their files in a
+//! temp dir and talk to a runtime socket that never answers, so they stay
+//! in start-up until the signal (the full start is tests/e2e_standalone.rs).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,45 @@ fn write_config(dir: &Path, body: &str) -> PathBuf {
     let path = dir.join("kubelet-conf.yml");
     std::fs::write(&path, format!("{HEAD}{body}")).expect("write config");
     path
+}
+
+/// A CRI socket that accepts connections and never answers.
+struct SilentRuntime {
+    endpoint: String,
+    _dir: tempfile::TempDir,
+}
+
+fn silent_runtime() -> SilentRuntime {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("cri.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind cri socket");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            match conn {
+                Ok(c) => held.push(c),
+                Err(_) => break,
+            }
+        }
+    });
+    SilentRuntime {
+        endpoint: format!("unix://{}", path.display()),
+        _dir: dir,
+    }
+}
+
+/// Flags that keep a started kubelet's files in `dir` and its start-up
+/// waiting on `runtime`.
+fn isolated(dir: &Path, runtime: &SilentRuntime) -> Vec<String> {
+    vec![
+        format!("--root-dir={}", dir.join("root").display()),
+        format!("--cert-dir={}", dir.join("pki").display()),
+        format!("--container-runtime-endpoint={}", runtime.endpoint),
+        "--fail-swap-on=false".into(),
+        "--cgroups-per-qos=false".into(),
+        "--enforce-node-allocatable=".into(),
+        "--read-only-port=0".into(),
+    ]
 }
 
 /// Waits for the child to exit, at most `limit`.
@@ -225,7 +266,12 @@ fn several_validation_errors_are_reported_at_once() {
 #[test]
 fn starts_and_stops_on_sigterm_and_sigint() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_config(dir.path(), "staticPodPath: manifests\n");
+    let runtime = silent_runtime();
+    // Standalone: no webhook authentication or authorization without a client.
+    let path = write_config(
+        dir.path(),
+        "staticPodPath: manifests\nauthentication:\n  anonymous:\n    enabled: true\n  webhook:\n    enabled: false\nauthorization:\n  mode: AlwaysAllow\n",
+    );
     for (signal, extra) in [
         (nix::sys::signal::Signal::SIGTERM, vec![]),
         (
@@ -236,27 +282,27 @@ fn starts_and_stops_on_sigterm_and_sigint() {
         let mut child = kubelet()
             .arg("--config")
             .arg(&path)
+            .args(isolated(dir.path(), &runtime))
             .args(&extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn kubelet");
-        let seen = wait_for_stderr(&mut child, "Starting kubelet", Duration::from_secs(10));
-        assert!(seen.contains("Starting kubelet"), "{seen}");
+        let seen = wait_for_stderr(&mut child, "Standalone mode", Duration::from_secs(10));
+        assert!(seen.contains("Kubelet version"), "{seen}");
         if extra.is_empty() {
             assert!(
-                seen.lines()
-                    .any(|l| l.starts_with('I')
-                        && l.contains("] \"Starting kubelet\" version=\"v1.25.")),
+                seen.lines().any(|l| l.starts_with('I')
+                    && l.contains("] \"Kubelet version\" kubelet_version=\"v1.25.")),
                 "klog text line: {seen}"
             );
         } else {
             let line = seen
                 .lines()
-                .find(|l| l.contains("Starting kubelet"))
+                .find(|l| l.contains("Kubelet version"))
                 .unwrap();
             let v: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
-            assert_eq!(v["msg"], "Starting kubelet");
+            assert_eq!(v["msg"], "Kubelet version");
             assert_eq!(v["v"], 0);
             assert!(v["ts"].is_f64() || v["ts"].is_u64(), "{line}");
         }
@@ -273,8 +319,10 @@ fn starts_and_stops_on_sigterm_and_sigint() {
 #[test]
 fn klog_file_flags_send_the_text_log_to_a_file() {
     let dir = tempfile::tempdir().unwrap();
+    let runtime = silent_runtime();
     let log = dir.path().join("kubelet.log");
     let mut child = kubelet()
+        .args(isolated(dir.path(), &runtime))
         .arg("--logtostderr=false")
         .arg(format!("--log-file={}", log.display()))
         .arg("--skip-headers")
@@ -284,7 +332,7 @@ fn klog_file_flags_send_the_text_log_to_a_file() {
         .expect("spawn kubelet");
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(10) {
-        if std::fs::read_to_string(&log).is_ok_and(|t| t.contains("Starting kubelet")) {
+        if std::fs::read_to_string(&log).is_ok_and(|t| t.contains("Standalone mode")) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -301,12 +349,12 @@ fn klog_file_flags_send_the_text_log_to_a_file() {
     let output = child.wait_with_output().unwrap();
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
-        logged.starts_with("\"Starting kubelet\" version="),
+        logged.starts_with("\"Kubelet version\" kubelet_version="),
         "{logged}"
     );
     let stderr = text(&output.stderr);
     assert!(
-        !stderr.contains("Starting kubelet"),
+        !stderr.contains("Kubelet version"),
         "info stays out of stderr: {stderr}"
     );
     assert!(

@@ -5,8 +5,10 @@
 //! hands it to [`run::run`].
 
 pub mod command;
+pub mod dependencies;
 pub mod options;
 pub mod run;
+pub mod run_kubelet;
 pub mod server;
 
 #[cfg(test)]

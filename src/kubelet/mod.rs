@@ -1,5 +1,6 @@
 //! pkg/kubelet: NewMainKubelet, Run and syncLoop, and the subsystems they wire (issues 5-7).
 
+pub mod build;
 pub mod certificate;
 pub mod client;
 pub mod config;
@@ -10,6 +11,7 @@ pub mod events;
 pub mod eviction;
 pub mod expansion;
 pub mod hosts;
+pub mod housekeeping;
 pub mod images;
 pub mod kuberuntime;
 pub mod lifecycle;
@@ -20,11 +22,17 @@ pub mod nodestatus;
 pub mod pleg;
 pub mod pod;
 pub mod pod_dirs;
+pub mod pod_sync;
+pub mod pod_workers;
 pub mod prober;
 pub mod qos;
+pub mod run;
+pub mod runonce;
+pub mod runtime_helper;
 pub mod secret;
 pub mod server;
 pub mod status;
+pub mod sync_loop;
 pub mod token;
 pub mod types;
 pub mod util;

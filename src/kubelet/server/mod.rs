@@ -13,6 +13,7 @@ pub mod auth;
 pub mod cert;
 pub mod handlers;
 pub mod listen;
+pub mod pods;
 pub mod router;
 pub mod tls;
 

@@ -1,0 +1,147 @@
+//! RunKubelet → createAndInitKubelet (NewMainKubelet, BirthCry,
+//! StartGarbageCollection) → startKubelet (Kubelet.Run plus the main and
+//! read-only servers), or RunOnce.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::dependencies::Dependencies;
+use super::server::KubeletServer;
+use crate::cm::ContainerManager;
+use crate::configz::Configz;
+use crate::cri::RuntimeServices;
+use crate::features;
+use crate::healthz::{Healthz, named_check};
+use crate::kubelet::build::{BuildError, KubeletDeps, new_main_kubelet};
+use crate::kubelet::run::{Running, StartError};
+use crate::kubelet::runonce::{RunOnceError, RunPodResult};
+use crate::kubelet::server::auth::KubeletAuth;
+use crate::kubelet::server::handlers::{ServerHandlers, main_router, read_only_router};
+use crate::kubelet::server::pods::{pods_handler, running_pods_handler};
+use crate::kubelet::server::tls::TlsOptions;
+use crate::kubelet::server::{ServerError, main_server, read_only_server};
+use crate::util::lifecycle::TaskSet;
+use crate::util::rlimit;
+
+/// Why RunKubelet failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunKubeletError {
+    #[error(
+        "the SeccompDefault feature gate must be enabled in order to use the SeccompDefault configuration"
+    )]
+    SeccompDefaultGate,
+    #[error("failed to create kubelet: {0}")]
+    Create(#[from] BuildError),
+    #[error(transparent)]
+    Start(#[from] StartError),
+    #[error("runonce failed: {0}")]
+    RunOnce(#[from] RunOnceError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error(transparent)]
+    Router(#[from] crate::kubelet::server::router::RouterError),
+    #[error("failed to set up the server TLS: {0}")]
+    Tls(String),
+}
+
+/// What run() hands RunKubelet.
+pub struct RunKubeletParams<'a> {
+    pub server: Arc<KubeletServer>,
+    pub deps: &'a Dependencies,
+    pub node_name: String,
+    pub hostname: String,
+    pub node_ips: Vec<IpAddr>,
+    pub runtime_services: RuntimeServices,
+    pub container_manager: Arc<dyn ContainerManager>,
+    pub configz: Configz,
+    pub tls: TlsOptions,
+    pub auth: KubeletAuth,
+    pub tasks: &'a TaskSet,
+}
+
+/// How RunKubelet ended.
+pub enum RunOutcome {
+    /// `--runonce`: the pods' results; the process exits.
+    RanOnce(Vec<RunPodResult>),
+    /// The kubelet runs until its task set is cancelled.
+    Started(Running),
+}
+
+/// RunKubelet.
+pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubeletError> {
+    let server = p.server.clone();
+    crate::vlog!(2, path = %server.flags.root_directory, "Using root directory");
+    if server.config.seccomp_default
+        && !server
+            .feature_gate
+            .enabled(features::Feature("SeccompDefault"))
+    {
+        return Err(RunKubeletError::SeccompDefaultGate);
+    }
+    let (pod_logs_root, container_logs_dir) = p.deps.log_dirs();
+    let kubelet = new_main_kubelet(KubeletDeps {
+        server: server.clone(),
+        node_name: p.node_name.clone(),
+        hostname: p.hostname.clone(),
+        node_ips: p.node_ips.clone(),
+        runtime_services: p.runtime_services,
+        container_manager: p.container_manager,
+        clock: p.deps.clock.clone(),
+        pod_logs_root,
+        container_logs_dir: Some(container_logs_dir),
+        node_hosts_file: p.deps.node_hosts_file.clone(),
+    })
+    .await?;
+    // BirthCry: there is no API server to record the event on.
+    tracing::info!(node = %p.node_name, reason = "Starting", "Starting kubelet.");
+
+    if !rlimit::apply_max_open_files(server.config.max_open_files) {
+        tracing::error!("Failed to set rlimit on max file handles");
+    }
+
+    if server.config.run_once {
+        let results = kubelet.run_once(p.tasks).await?;
+        tracing::info!("Started kubelet as runonce");
+        return Ok(RunOutcome::RanOnce(results));
+    }
+
+    // startKubelet: the kubelet, then its servers.
+    let pods = kubelet.pods_provider();
+    let healthz = Healthz::new();
+    let health = kubelet.sync_loop_health();
+    healthz
+        .register(named_check("syncloop", move || {
+            health().map_err(Box::<dyn std::error::Error + Send + Sync>::from)
+        }))
+        .map_err(ServerError::Healthz)?;
+    let handlers = ServerHandlers {
+        healthz,
+        configz: p.configz,
+        metrics: Some(Arc::new(crate::metrics::render_text)),
+    };
+    let c = &server.config;
+    let running = kubelet.start(p.tasks).await?;
+
+    if c.enable_server {
+        let mut router = main_router(&handlers, c.enable_debugging_handlers)?;
+        router.handle("/pods", pods_handler(pods.clone()))?;
+        if c.enable_debugging_handlers {
+            router.handle("/runningpods/", running_pods_handler(pods.clone()))?;
+        }
+        let tls = p
+            .tls
+            .server_config()
+            .map_err(|e| RunKubeletError::Tls(e.to_string()))?;
+        main_server(c.address.clone(), c.port as u16, router, tls, p.auth)
+            .bind()
+            .await?
+            .start(p.tasks);
+    }
+    let mut ro_router = read_only_router(&handlers)?;
+    ro_router.handle("/pods", pods_handler(pods))?;
+    if let Some(ro) = read_only_server(c.address.clone(), c.read_only_port as u16, ro_router) {
+        ro.bind().await?.start(p.tasks);
+    }
+    tracing::info!("Started kubelet");
+    Ok(RunOutcome::Started(running))
+}

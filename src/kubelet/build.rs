@@ -1,0 +1,576 @@
+//! NewMainKubelet: every subsystem of the kubelet, constructed and wired,
+//! with nothing started. Pod sources and the pod manager, the status
+//! manager, the prober, the CRI runtime manager with its image manager and
+//! the PLEG, the pod workers over pod sync, the volume manager, admission,
+//! housekeeping and the sync loop. [`Kubelet::start`](crate::kubelet::run)
+//! spawns their tasks.
+//!
+//! Subsystems get the narrow traits they need (see [`adapters`]); the
+//! [`Kubelet`] value only carries them to the start phase.
+
+pub mod adapters;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::app::server::KubeletServer;
+use crate::cm::{ContainerManager, PodContainerManager};
+use crate::cri::RuntimeServices;
+use crate::features;
+use crate::kubelet::config::{FileSource, HttpSource, PodConfig, PodUpdates, SourcesReady};
+use crate::kubelet::container::{GcPolicy, PodCache, Runtime};
+use crate::kubelet::housekeeping::Housekeeping;
+use crate::kubelet::images::{
+    CriImageFsStats, IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, ImageGcManager, ImageGcPolicy,
+    ImageManager, PullSettings, RuntimeImageService, TokenBucket,
+};
+use crate::kubelet::kuberuntime::manager::{CRASH_BACKOFF_INITIAL, CRASH_BACKOFF_MAX};
+use crate::kubelet::kuberuntime::{
+    KubeGenericRuntimeManager, RuntimeManagerConfig, RuntimeManagerDeps, RuntimeSettings,
+};
+use crate::kubelet::network::dns::DnsConfigurer;
+use crate::kubelet::pleg::{EventStream, GenericPleg, event_stream};
+use crate::kubelet::pod::PodManager;
+use crate::kubelet::pod_dirs::PodDirs;
+use crate::kubelet::pod_sync::{NoSecretManager, PodSyncer, PodVolumes, ProbeManager};
+use crate::kubelet::pod_workers::{PodEventRecorder, PodWorkers, PodWorkersConfig, WorkQueue};
+use crate::kubelet::prober::ProberManager;
+use crate::kubelet::prober::events::{EventRecorder, LoggingRecorder};
+use crate::kubelet::prober::exec::CriCommandRunner;
+use crate::kubelet::prober::manager::{ProberDeps, ProberOptions, ResultStreams};
+use crate::kubelet::prober::probe::ProbeGates;
+use crate::kubelet::runtime_helper::{KubeletRuntimeHelper, RuntimeHelperConfig};
+use crate::kubelet::status::{ActiveDeadline, ReasonCache, StatusGenerator, StatusManager};
+use crate::kubelet::sync_loop::admission::{Admission, PreemptFn, SoftAdmission, SysctlAllowlist};
+use crate::kubelet::sync_loop::container_deletor::{ContainerDeletor, ContainerDeletorTask};
+use crate::kubelet::sync_loop::fit::AdmissionNode;
+use crate::kubelet::sync_loop::runtime_state::RuntimeState;
+use crate::kubelet::sync_loop::{SyncLoop, SyncLoopMonitor};
+use crate::kubelet::volumemanager::{VolumeManager, VolumeManagerDeps};
+use crate::util::backoff::Backoff;
+use crate::util::clock::Clock;
+use crate::volume::util::mount::SystemMounter;
+use crate::volume::{PluginManager, VolumeHost};
+use adapters::{KubeletPods, NodeResources, Probes, RecorderEvents, Volumes, WorkersHandle};
+
+/// Why the kubelet could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("failed to create the pod source for {what}: {reason}")]
+    Source { what: &'static str, reason: String },
+    #[error("failed to initialize the container runtime: {0}")]
+    Runtime(String),
+    #[error("invalid image garbage collection policy: {0}")]
+    ImageGc(String),
+}
+
+/// What NewMainKubelet is given (the parts of Dependencies and run()).
+pub struct KubeletDeps {
+    pub server: Arc<KubeletServer>,
+    pub node_name: String,
+    pub hostname: String,
+    pub node_ips: Vec<IpAddr>,
+    pub runtime_services: RuntimeServices,
+    pub container_manager: Arc<dyn ContainerManager>,
+    pub clock: Arc<dyn Clock>,
+    /// `/var/log/pods` (overridable for tests).
+    pub pod_logs_root: PathBuf,
+    /// `/var/log/containers`; `None` makes no legacy symlinks.
+    pub container_logs_dir: Option<PathBuf>,
+    /// The node's hosts file.
+    pub node_hosts_file: PathBuf,
+}
+
+/// The built kubelet, ready for its start phase.
+pub struct Kubelet {
+    pub server: Arc<KubeletServer>,
+    pub node_name: String,
+    pub clock: Arc<dyn Clock>,
+    pub dirs: PodDirs,
+    pub pod_logs_root: PathBuf,
+    pub container_logs_dir: Option<PathBuf>,
+    pub pod_config: PodConfig,
+    pub updates: PodUpdates,
+    pub sources_ready: SourcesReady,
+    pub pod_manager: Arc<PodManager>,
+    pub status_manager: Arc<StatusManager>,
+    pub pod_workers: PodWorkers,
+    pub pod_cache: Arc<PodCache>,
+    pub runtime: Arc<dyn Runtime>,
+    pub pleg: Arc<GenericPleg>,
+    pub pleg_events: EventStream,
+    pub prober: ProberManager,
+    pub probe_streams: ResultStreams,
+    pub volume_manager: Arc<VolumeManager>,
+    pub image_gc: Arc<ImageGcManager>,
+    pub container_gc_policy: GcPolicy,
+    pub crash_backoff: Arc<Backoff>,
+    pub container_manager: Arc<dyn ContainerManager>,
+    pub pod_container_manager: Arc<dyn PodContainerManager>,
+    pub node_resources: Arc<NodeResources>,
+    pub runtime_state: Arc<RuntimeState>,
+    pub syncer: Arc<PodSyncer>,
+    pub admission: Arc<Admission>,
+    pub sync_loop: SyncLoop,
+    pub container_deletor: ContainerDeletorTask,
+    pub monitor: SyncLoopMonitor,
+    pub dns: DnsConfigurer,
+    pub recorder: Arc<dyn PodEventRecorder>,
+}
+
+impl Kubelet {
+    /// What /pods and /runningpods/ show.
+    pub fn pods_provider(&self) -> Arc<KubeletPods> {
+        Arc::new(KubeletPods {
+            pod_manager: self.pod_manager.clone(),
+            status_manager: self.status_manager.clone(),
+            runtime: self.runtime.clone(),
+        })
+    }
+
+    /// The `syncloop` health check (max(2 × syncFrequency, 5 min)).
+    pub fn sync_loop_health(&self) -> impl Fn() -> Result<(), String> + Send + Sync + 'static {
+        let monitor = self.monitor.clone();
+        let clock = self.clock.clone();
+        let resync = self.server.config.sync_frequency.to_std();
+        move || monitor.check(clock.now(), resync)
+    }
+}
+
+fn pod_sources(
+    server: &KubeletServer,
+    node_name: &str,
+    config: &PodConfig,
+) -> Result<(), BuildError> {
+    let c = &server.config;
+    if !c.static_pod_path.is_empty() {
+        tracing::info!(path = %c.static_pod_path, "Adding static pod path");
+        config.add_source(Box::new(FileSource::new(
+            &c.static_pod_path,
+            node_name,
+            c.file_check_frequency.to_std(),
+        )));
+    }
+    if !c.static_pod_url.is_empty() {
+        tracing::info!(url = %c.static_pod_url, "Adding pod URL with HTTP header");
+        let source = HttpSource::new(
+            &c.static_pod_url,
+            &c.static_pod_url_header,
+            node_name,
+            c.http_check_frequency.to_std(),
+        )
+        .map_err(|e| BuildError::Source {
+            what: "staticPodURL",
+            reason: e.to_string(),
+        })?;
+        config.add_source(Box::new(source));
+    }
+    Ok(())
+}
+
+/// The node as admission sees it in standalone mode (Go's initialNode):
+/// its name, hostname/OS/arch labels with `--node-labels`, the taints to
+/// register with, and its allocatable resources.
+fn admission_node(
+    server: &KubeletServer,
+    node_name: &str,
+    hostname: &str,
+    resources: Arc<NodeResources>,
+) -> impl Fn() -> AdmissionNode + Send + Sync + 'static {
+    let mut labels = server.flags.node_labels.clone();
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let os = std::env::consts::OS;
+    for (k, v) in [
+        ("kubernetes.io/hostname", hostname),
+        ("kubernetes.io/os", os),
+        ("kubernetes.io/arch", arch),
+        ("beta.kubernetes.io/os", os),
+        ("beta.kubernetes.io/arch", arch),
+    ] {
+        labels.insert(k.to_string(), v.to_string());
+    }
+    let taints = server.config.register_with_taints.clone();
+    let name = node_name.to_string();
+    move || AdmissionNode {
+        name: name.clone(),
+        labels: labels.clone(),
+        taints: taints.clone(),
+        allocatable: resources.get(),
+    }
+}
+
+fn runtime_settings(
+    server: &KubeletServer,
+    cm: &dyn ContainerManager,
+    dirs: &PodDirs,
+) -> RuntimeSettings {
+    let c = &server.config;
+    let gate = &server.feature_gate;
+    let period_us = if gate.enabled(features::Feature("CustomCPUCFSQuotaPeriod")) {
+        c.cpu_cfs_quota_period.to_std().as_micros() as i64
+    } else {
+        crate::kubelet::kuberuntime::settings::DEFAULT_CPU_CFS_QUOTA_PERIOD_US
+    };
+    let machine = cm.machine_info();
+    RuntimeSettings {
+        cpu_cfs_quota: c.cpu_cfs_quota,
+        cpu_cfs_quota_period_us: period_us,
+        seccomp_profile_root: dirs.root_dir().join("seccomp"),
+        seccomp_default: server.seccomp_default()
+            && gate.enabled(features::Feature("SeccompDefault")),
+        memory_capacity: machine.memory_capacity as i64,
+        hugepage_sizes: crate::cm::resources::host_hugepage_sizes(std::path::Path::new(
+            "/sys/kernel/mm/hugepages",
+        )),
+        selinux_enabled: std::path::Path::new("/sys/fs/selinux/enforce").exists(),
+    }
+}
+
+/// NewMainKubelet.
+pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> {
+    let KubeletDeps {
+        server,
+        node_name,
+        hostname,
+        node_ips,
+        runtime_services,
+        container_manager,
+        clock,
+        pod_logs_root,
+        container_logs_dir,
+        node_hosts_file,
+    } = deps;
+    let c = &server.config;
+    let dirs = PodDirs::new(&server.flags.root_directory);
+    let events: Arc<dyn EventRecorder> = Arc::new(LoggingRecorder);
+    let recorder: Arc<dyn PodEventRecorder> = Arc::new(RecorderEvents(events.clone()));
+
+    let (pod_config, updates) = PodConfig::new(clock.clone());
+    pod_sources(&server, &node_name, &pod_config)?;
+    let sources_ready = pod_config.sources_ready();
+
+    let pod_manager = Arc::new(PodManager::new());
+    let status_manager = Arc::new(StatusManager::new(pod_manager.clone(), clock.clone()));
+    let reasons = Arc::new(ReasonCache::new());
+    let deadline_events = recorder.clone();
+    let deadline = Arc::new(ActiveDeadline::new(
+        status_manager.clone(),
+        clock.clone(),
+        Some(Arc::new(move |pod, reason, message| {
+            deadline_events.pod_event(pod, crate::cm::EventType::Normal, reason, message)
+        })),
+    ));
+
+    let (prober, probe_streams) = ProberManager::new(ProberDeps {
+        status: status_manager.clone(),
+        runner: Arc::new(CriCommandRunner::new(runtime_services.runtime.clone())),
+        recorder: events.clone(),
+        clock: clock.clone(),
+        options: ProberOptions {
+            gates: ProbeGates::from_gate(&server.feature_gate),
+        },
+    });
+    let probes: Arc<Probes> = Arc::new(Probes(prober.clone()));
+    let generator = Arc::new(StatusGenerator {
+        status_manager: status_manager.clone(),
+        reasons: reasons.clone(),
+        probes: probes.clone(),
+        deadline: deadline.clone(),
+        node_ips: node_ips.clone(),
+        host_ips: None,
+    });
+    let runtime_state = Arc::new(RuntimeState::new(clock.clone()));
+    let pod_cache = Arc::new(PodCache::new());
+    let work_queue = Arc::new(WorkQueue::new(clock.clone()));
+    let workers_handle = WorkersHandle::default();
+
+    let node_resources = Arc::new(NodeResources::default());
+    let capacity = container_manager
+        .get_capacity(c.local_storage_capacity_isolation)
+        .await;
+    node_resources.set(adapters::allocatable(
+        &capacity,
+        &container_manager.get_node_allocatable_reservation(),
+        i64::from(c.max_pods),
+    ));
+
+    let volume_host = VolumeHost::new(
+        dirs.clone(),
+        Arc::new(SystemMounter),
+        clock.clone(),
+        node_resources.clone(),
+    );
+    let volume_manager = Arc::new(VolumeManager::new(VolumeManagerDeps {
+        plugins: Arc::new(PluginManager::new(Arc::new(volume_host))),
+        pods: pod_manager.clone(),
+        pod_state: Arc::new(workers_handle.clone()),
+        sources_ready: Arc::new(sources_ready.clone()),
+        clock: clock.clone(),
+    }));
+    let volumes: Arc<dyn PodVolumes> = Arc::new(Volumes(volume_manager.clone()));
+
+    let pod_container_manager = container_manager.new_pod_container_manager();
+    let dns = DnsConfigurer {
+        cluster_dns: c
+            .cluster_dns
+            .iter()
+            .filter_map(|s| s.parse().ok())
+            .collect(),
+        cluster_domain: c.cluster_domain.clone(),
+        resolver_config: c.resolver_config.clone(),
+        node_ips: node_ips.clone(),
+        expanded_dns_config: server
+            .feature_gate
+            .enabled(features::Feature("ExpandedDNSConfig")),
+    };
+    let helper = Arc::new(KubeletRuntimeHelper {
+        config: RuntimeHelperConfig {
+            root_dir: dirs.root_dir().to_path_buf(),
+            cluster_domain: c.cluster_domain.clone(),
+            node_ips: node_ips.clone(),
+            host_ips: Vec::new(),
+            node_allocatable: {
+                let r = node_resources.clone();
+                Arc::new(move || r.api())
+            },
+            master_service_namespace: server.flags.master_service_namespace.clone(),
+            node_hosts_file,
+        },
+        dns: dns.clone(),
+        volumes: volumes.clone(),
+        pod_container_manager: pod_container_manager.clone(),
+        recorder: recorder.clone(),
+    });
+
+    let limiter = TokenBucket::new(
+        f64::from(c.registry_pull_qps),
+        c.registry_burst.max(0) as u32,
+        clock.clone(),
+    );
+    let image_service = Arc::new(RuntimeImageService::new(
+        runtime_services.image.clone(),
+        limiter,
+    ));
+    let image_manager = Arc::new(ImageManager::new(
+        image_service.clone(),
+        events.clone(),
+        Arc::new(Backoff::new(
+            IMAGE_BACKOFF_INITIAL,
+            IMAGE_BACKOFF_MAX,
+            clock.clone(),
+        )),
+        PullSettings {
+            serialize_image_pulls: c.serialize_image_pulls,
+            max_parallel_image_pulls: None,
+        },
+    ));
+    let crash_backoff = Arc::new(Backoff::new(
+        CRASH_BACKOFF_INITIAL,
+        CRASH_BACKOFF_MAX,
+        clock.clone(),
+    ));
+    let runtime_manager = KubeGenericRuntimeManager::new(
+        RuntimeManagerConfig {
+            settings: runtime_settings(&server, container_manager.as_ref(), &dirs),
+            cluster_domain: c.cluster_domain.clone(),
+            runtime_class_handlers: None,
+            pod_logs_root: pod_logs_root.clone(),
+            legacy_log_symlinks_dir: container_logs_dir.clone(),
+        },
+        RuntimeManagerDeps {
+            runtime_service: runtime_services.runtime.clone(),
+            image_service: image_service.clone(),
+            image_manager,
+            helper,
+            pod_state: Arc::new(workers_handle.clone()),
+            liveness: prober.liveness_results(),
+            startup: prober.startup_results(),
+            recorder: events.clone(),
+            crash_backoff: crash_backoff.clone(),
+            clock: clock.clone(),
+        },
+    )
+    .await
+    .map_err(|e| BuildError::Runtime(e.to_string()))?;
+    let runtime: Arc<dyn Runtime> = Arc::new(runtime_manager);
+
+    let (pleg_tx, pleg_events) = event_stream();
+    let pleg = Arc::new(GenericPleg::new(
+        runtime.clone(),
+        pod_cache.clone(),
+        pleg_tx,
+        clock.clone(),
+    ));
+    let pleg_health = pleg.clone();
+    runtime_state.add_health_check(
+        "PLEG",
+        Arc::new(move || pleg_health.healthy().map_err(|e| e.to_string())),
+    );
+
+    let image_gc = Arc::new(
+        ImageGcManager::new(
+            runtime.clone(),
+            image_service,
+            Arc::new(CriImageFsStats::new(runtime_services.image.clone())),
+            events.clone(),
+            node_ref(&node_name),
+            ImageGcPolicy {
+                high_threshold_percent: c.image_gc_high_threshold_percent,
+                low_threshold_percent: c.image_gc_low_threshold_percent,
+                min_age: c.image_minimum_gc_age.to_std(),
+            },
+            server.flags.pod_infra_container_image.clone(),
+            clock.clone(),
+        )
+        .map_err(|e| BuildError::ImageGc(e.to_string()))?,
+    );
+    let container_gc_policy = GcPolicy {
+        min_age: server.flags.minimum_gc_age.to_std(),
+        max_per_pod_container: server.flags.max_per_pod_container_count,
+        max_containers: server.flags.max_container_count,
+    };
+
+    let soft_admission = Arc::new(SoftAdmission::from_host());
+    let syncer = Arc::new(PodSyncer {
+        runtime: runtime.clone(),
+        status_manager: status_manager.clone(),
+        generator,
+        reasons,
+        runtime_state: runtime_state.clone(),
+        container_manager: container_manager.clone(),
+        pod_container_manager: pod_container_manager.clone(),
+        cgroups_per_qos: c.cgroups_per_qos,
+        volumes: volumes.clone(),
+        probes: probes.clone(),
+        secrets: Arc::new(NoSecretManager),
+        recorder: recorder.clone(),
+        soft_admission,
+        dirs: dirs.clone(),
+    });
+    let pod_workers = PodWorkers::new(
+        syncer.clone(),
+        pod_cache.clone(),
+        work_queue.clone(),
+        recorder.clone(),
+        clock.clone(),
+        PodWorkersConfig {
+            resync_interval: c.sync_frequency.to_std(),
+            ..Default::default()
+        },
+    );
+    workers_handle.set(pod_workers.clone());
+
+    let preempt_workers = pod_workers.clone();
+    let preempt: PreemptFn = Arc::new(move |pod| {
+        let workers = preempt_workers.clone();
+        Box::pin(async move {
+            let status_fn: crate::kubelet::pod_workers::PodStatusFn = Arc::new(|s| {
+                s.phase = Some("Failed".into());
+                s.reason = Some("Preempting".into());
+                s.message = Some("Preempted in order to admit critical pod".into());
+            });
+            workers
+                .kill_pod_now(pod, true, None, Some(status_fn))
+                .await
+                .map_err(|e| e.to_string())
+        })
+    });
+    let admission = Arc::new(Admission {
+        node: Arc::new(admission_node(
+            &server,
+            &node_name,
+            &hostname,
+            node_resources.clone(),
+        )),
+        sysctls: SysctlAllowlist::new(&c.allowed_unsafe_sysctls),
+        preempt: Some(preempt),
+    });
+
+    let (container_deletor, container_deletor_task) =
+        ContainerDeletor::new(runtime.clone(), container_gc_policy.max_per_pod_container);
+    let gc_backoff = crash_backoff.clone();
+    let housekeeping = Arc::new(Housekeeping {
+        pod_manager: pod_manager.clone(),
+        pod_workers: pod_workers.clone(),
+        status_manager: status_manager.clone(),
+        probes: probes.clone() as Arc<dyn ProbeManager>,
+        runtime: runtime.clone(),
+        volumes,
+        pod_container_manager: pod_container_manager.clone(),
+        cgroups_per_qos: c.cgroups_per_qos,
+        keep_terminated_pod_volumes: server.flags.keep_terminated_pod_volumes,
+        backoff_gc: Some(Arc::new(move || gc_backoff.gc())),
+    });
+    let monitor = SyncLoopMonitor::default();
+    let sync_loop = SyncLoop {
+        pod_manager: pod_manager.clone(),
+        pod_workers: pod_workers.clone(),
+        status_manager: status_manager.clone(),
+        work_queue,
+        deadline,
+        sources_ready: sources_ready.clone(),
+        admission: admission.clone(),
+        recorder: recorder.clone(),
+        runtime_state: runtime_state.clone(),
+        housekeeping,
+        container_deletor,
+        pod_cache: pod_cache.clone(),
+        monitor: monitor.clone(),
+        clock: clock.clone(),
+    };
+
+    Ok(Kubelet {
+        server,
+        node_name,
+        clock,
+        dirs,
+        pod_logs_root,
+        container_logs_dir,
+        pod_config,
+        updates,
+        sources_ready,
+        pod_manager,
+        status_manager,
+        pod_workers,
+        pod_cache,
+        runtime,
+        pleg,
+        pleg_events,
+        prober,
+        probe_streams,
+        volume_manager,
+        image_gc,
+        container_gc_policy,
+        crash_backoff,
+        container_manager,
+        pod_container_manager,
+        node_resources,
+        runtime_state,
+        syncer,
+        admission,
+        sync_loop,
+        container_deletor: container_deletor_task,
+        monitor,
+        dns,
+        recorder,
+    })
+}
+
+/// The node's object reference (events about the node).
+pub fn node_ref(node_name: &str) -> k8s_openapi::api::core::v1::ObjectReference {
+    k8s_openapi::api::core::v1::ObjectReference {
+        kind: Some("Node".into()),
+        name: Some(node_name.to_string()),
+        uid: Some(node_name.to_string()),
+        ..Default::default()
+    }
+}
+
+/// How long [`new_main_kubelet`] waits at most for the runtime's version.
+pub const RUNTIME_VERSION_TIMEOUT: Duration = Duration::from_secs(60);

@@ -1,0 +1,165 @@
+//! The kubelet's side of container creation for the runtime manager (Go's
+//! RuntimeHelper on the Kubelet: GenerateRunContainerOptions, GetPodDNS,
+//! GetPodCgroupParent, GetPodDir, GetExtraSupplementalGroupsForPod), over
+//! the DNS configurer, the environment builder, the volume manager and the
+//! pod container manager.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+
+use crate::cm::PodContainerManager;
+use crate::cri::api::DnsConfig;
+use crate::kubelet::container::{RunContainerOptions, format_pod};
+use crate::kubelet::envvars::{EnvContext, make_environment_variables};
+use crate::kubelet::kuberuntime::{
+    HelperError, RunOptionsParams, RuntimeHelper, generate_run_container_options,
+};
+use crate::kubelet::network::dns::DnsConfigurer;
+use crate::kubelet::pod_sync::PodVolumes;
+use crate::kubelet::pod_workers::{EventType, PodEventRecorder};
+
+/// The node's allocatable resources as they are now.
+pub type AllocatableFn = Arc<dyn Fn() -> BTreeMap<String, ApiQuantity> + Send + Sync>;
+
+/// Node-wide inputs of container options.
+#[derive(Clone)]
+pub struct RuntimeHelperConfig {
+    /// `--root-dir`.
+    pub root_dir: PathBuf,
+    /// `clusterDomain`.
+    pub cluster_domain: String,
+    /// `--node-ip` values.
+    pub node_ips: Vec<IpAddr>,
+    /// The node's host IPs (the Node's addresses; empty without an API server).
+    pub host_ips: Vec<String>,
+    /// Node allocatable now, for resourceFieldRef defaults.
+    pub node_allocatable: AllocatableFn,
+    /// `--master-service-namespace`.
+    pub master_service_namespace: String,
+    /// The node's hosts file, copied for host-network pods.
+    pub node_hosts_file: PathBuf,
+}
+
+/// The RuntimeHelper the runtime manager calls.
+pub struct KubeletRuntimeHelper {
+    pub config: RuntimeHelperConfig,
+    pub dns: DnsConfigurer,
+    pub volumes: Arc<dyn PodVolumes>,
+    pub pod_container_manager: Arc<dyn PodContainerManager>,
+    pub recorder: Arc<dyn PodEventRecorder>,
+}
+
+fn uid(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or_default()
+}
+
+impl KubeletRuntimeHelper {
+    fn pod_dir(&self, uid: &str) -> PathBuf {
+        self.config.root_dir.join("pods").join(uid)
+    }
+
+    async fn node_hosts(&self, pod: &Pod) -> Option<String> {
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        if !host_network {
+            return None;
+        }
+        tokio::fs::read_to_string(&self.config.node_hosts_file)
+            .await
+            .ok()
+    }
+}
+
+#[async_trait]
+impl RuntimeHelper for KubeletRuntimeHelper {
+    async fn generate_run_container_options(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        pod_ip: &str,
+        pod_ips: &[String],
+    ) -> Result<RunContainerOptions, HelperError> {
+        let allocatable = (self.config.node_allocatable)();
+        let ctx = EnvContext {
+            pod_ip,
+            pod_ips,
+            node_ips: &self.config.node_ips,
+            host_ips: &self.config.host_ips,
+            node_allocatable: &allocatable,
+            // Without an API server there is no service list: no service
+            // variables (as Go, which has no service lister then).
+            services: &[],
+            services_synced: true,
+            master_service_namespace: &self.config.master_service_namespace,
+            config_maps: None,
+            secrets: None,
+        };
+        let env = make_environment_variables(pod, container, &ctx)
+            .await
+            .map_err(|e| HelperError::new(e.to_string()))?;
+        for e in &env.events {
+            self.recorder
+                .pod_event(pod, EventType::Warning, e.reason, &e.message);
+        }
+        let volumes = self.volumes.get_mounted_volumes_for_pod(uid(pod));
+        let pod_dir = self.pod_dir(uid(pod));
+        let node_hosts = self.node_hosts(pod).await;
+        let options = generate_run_container_options(
+            pod,
+            container,
+            RunOptionsParams {
+                pod_dir: &pod_dir,
+                pod_ips,
+                cluster_domain: &self.config.cluster_domain,
+                volumes: &volumes,
+                base: RunContainerOptions::default(),
+                block_devices: Vec::new(),
+                envs: env.envs,
+                node_hosts: node_hosts.as_deref(),
+            },
+        )
+        .map_err(|e| HelperError::new(e.to_string()))?;
+        Ok(options)
+    }
+
+    async fn get_pod_dns(&self, pod: &Pod) -> Result<DnsConfig, HelperError> {
+        let dns = self.dns.clone();
+        let host = tokio::task::spawn_blocking(move || dns.host_dns_config())
+            .await
+            .map_err(|e| HelperError::new(e.to_string()))?
+            .map_err(|e| HelperError::new(e.to_string()))?;
+        let pod_dns = self.dns.pod_dns(pod, &host);
+        for e in &pod_dns.events {
+            self.recorder
+                .pod_event(pod, EventType::Warning, e.reason, &e.message);
+        }
+        Ok(pod_dns.config)
+    }
+
+    fn get_pod_cgroup_parent(&self, pod: &Pod) -> String {
+        match self.pod_container_manager.get_pod_cgroup_parent(pod) {
+            Ok(parent) => parent,
+            Err(e) => {
+                tracing::error!(pod = %format_pod(pod), err = %e, "Failed to get the pod's cgroup parent");
+                String::new()
+            }
+        }
+    }
+
+    fn get_pod_dir(&self, pod_uid: &str) -> PathBuf {
+        self.pod_dir(pod_uid)
+    }
+
+    fn get_extra_supplemental_groups_for_pod(&self, pod: &Pod) -> Vec<i64> {
+        self.volumes.get_extra_supplemental_groups_for_pod(pod)
+    }
+}
