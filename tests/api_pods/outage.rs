@@ -65,7 +65,7 @@ async fn api_server_away_for_a_minute_then_everything_catches_up() {
     pods.add_pod(Arc::new(pod.clone()));
     let checks = ReclaimChecks {
         could_have_running_containers: Arc::new(|_| true),
-        pod_volumes_exist: Arc::new(|_| false),
+        pod_volumes_exist: Arc::new(|_| Box::pin(async { false })),
         pod_cgroups: None,
         keep_terminated_pod_volumes: false,
     };

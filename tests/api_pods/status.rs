@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::api::{Api, DeleteParams};
 use kubelet::kubelet::lifecycle::rejected_pod_status;
 use kubelet::kubelet::pod::{BasicMirrorClient, PodManager, sync_mirror_pod};
+use kubelet::kubelet::status::StatusManager;
 use kubelet::kubelet::status::sync::{PodStatusUpdate, ReclaimChecks, StatusSyncer};
 use kubelet::util::clock::RealClock;
 use kubelet::util::lifecycle::TaskSet;
@@ -37,7 +38,7 @@ async fn rig(prefix: &str) -> Rig {
     let r = running.clone();
     let checks = ReclaimChecks {
         could_have_running_containers: Arc::new(move |_| r.load(Ordering::SeqCst)),
-        pod_volumes_exist: Arc::new(|_| false),
+        pod_volumes_exist: Arc::new(|_| Box::pin(async { false })),
         pod_cgroups: None,
         keep_terminated_pod_volumes: false,
     };
@@ -360,15 +361,13 @@ async fn static_pod_status_goes_to_its_mirror_and_waits_for_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_sync_task_writes_updates_at_once_and_reconciles_drift() {
+async fn the_sync_task_follows_the_status_manager_and_reconciles_drift() {
     let r = rig("loop").await;
     let pod = r
         .api
         .put(&bound_pod(&r.ns, "loop", &r.node, json!({})))
         .await;
     r.pods.add_pod(Arc::new(pod.clone()));
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = TaskSet::new();
     let Rig {
         api,
         ns,
@@ -376,15 +375,19 @@ async fn the_sync_task_writes_updates_at_once_and_reconciles_drift() {
         syncer,
         ..
     } = r;
-    syncer.start(
-        tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
-        &tasks,
-    );
-    tx.send(update(&pod, 1, running(T0))).unwrap();
-    api.wait_for::<Pod>(Some(&ns), "loop", WAIT, |p| {
-        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-    })
-    .await;
+    // The kubelet's status manager, as the pod workers drive it.
+    let manager = StatusManager::new(pods.clone(), Arc::new(RealClock));
+    let tasks = TaskSet::new();
+    syncer.start_with(&manager, &tasks);
+    manager.set_pod_status(&pod, obj(running(T0)));
+    let got = api
+        .wait_for::<Pod>(Some(&ns), "loop", WAIT, |p| {
+            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .await;
+    let st = got.status.unwrap();
+    assert_eq!(st.pod_ip.as_deref(), Some("10.88.0.7"));
+    assert_eq!(st.start_time, Some(obj(json!(T0))));
 
     // Someone else overwrites the status; the pod manager sees it (as the
     // api source would report it) and the next batch puts it back.

@@ -44,7 +44,7 @@ use crate::util::lifecycle::TaskSet;
 
 pub use merge::{is_phase_terminal, merge_pod_status, pod_condition_by_kubelet};
 pub use patch::{StatusPatch, prepare_pod_status_patch};
-pub use reclaim::{PodDeletionSafetyProvider, PodUidCheck, ReclaimChecks};
+pub use reclaim::{AsyncPodUidCheck, PodDeletionSafetyProvider, PodUidCheck, ReclaimChecks};
 
 /// How often every status is checked against the API server.
 pub const SYNC_PERIOD: Duration = Duration::from_secs(10);
@@ -58,6 +58,18 @@ pub struct PodStatusUpdate {
     pub pod_name: String,
     pub pod_namespace: String,
     pub status: PodStatus,
+}
+
+impl From<crate::kubelet::status::StatusUpdate> for PodStatusUpdate {
+    fn from(u: crate::kubelet::status::StatusUpdate) -> Self {
+        PodStatusUpdate {
+            pod_uid: u.pod_uid,
+            version: u.status.version,
+            pod_name: u.status.pod_name,
+            pod_namespace: u.status.pod_namespace,
+            status: u.status.status,
+        }
+    }
 }
 
 /// Told when a pod's status is of no further use (the pod was deleted from
@@ -114,6 +126,14 @@ impl StatusSyncer {
     {
         let stop = tasks.token();
         tasks.spawn("status-sync", self.run(updates, stop));
+    }
+
+    /// Start phase over the kubelet's status manager: every status change
+    /// it makes from now on is synced.
+    pub fn start_with(self, manager: &crate::kubelet::status::StatusManager, tasks: &TaskSet) {
+        let updates = tokio_stream::wrappers::UnboundedReceiverStream::new(manager.subscribe())
+            .map(PodStatusUpdate::from);
+        self.start(updates, tasks);
     }
 
     /// The sync loop (Go's Start): updates and the batch tick share one

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 
 use crate::cm::PodContainerManager;
@@ -24,13 +25,16 @@ pub trait PodDeletionSafetyProvider: Send + Sync {
 /// A per-pod question answered by another subsystem, by pod UID.
 pub type PodUidCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// A per-pod question that needs I/O to answer (the volume directories).
+pub type AsyncPodUidCheck = Arc<dyn Fn(String) -> BoxFuture<'static, bool> + Send + Sync>;
+
 /// The kubelet's answers, from the pod workers, the volume manager and the
 /// pod cgroups.
 pub struct ReclaimChecks {
     /// Pod workers: the pod may have running containers.
     pub could_have_running_containers: PodUidCheck,
     /// Volume manager: the pod still has volumes on the node.
-    pub pod_volumes_exist: PodUidCheck,
+    pub pod_volumes_exist: AsyncPodUidCheck,
     /// The pod cgroups, when cgroupsPerQOS is on.
     pub pod_cgroups: Option<Arc<dyn PodContainerManager>>,
     /// keepTerminatedPodVolumes: volumes do not hold a deletion back.
@@ -68,7 +72,8 @@ impl PodDeletionSafetyProvider for ReclaimChecks {
             crate::vlog!(3, pod = %pod_ref, running = count, "Pod is terminated, but some container status has not yet been reported");
             return false;
         }
-        if (self.pod_volumes_exist)(uid(pod)) && !self.keep_terminated_pod_volumes {
+        if !self.keep_terminated_pod_volumes && (self.pod_volumes_exist)(uid(pod).to_string()).await
+        {
             crate::vlog!(3, pod = %pod_ref, "Pod is terminated, but some volumes have not been cleaned up");
             return false;
         }
@@ -95,7 +100,7 @@ mod tests {
     fn checks(running: bool, volumes: bool, keep: bool) -> ReclaimChecks {
         ReclaimChecks {
             could_have_running_containers: Arc::new(move |_| running),
-            pod_volumes_exist: Arc::new(move |_| volumes),
+            pod_volumes_exist: Arc::new(move |_| Box::pin(async move { volumes })),
             pod_cgroups: None,
             keep_terminated_pod_volumes: keep,
         }
