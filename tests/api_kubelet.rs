@@ -385,6 +385,73 @@ async fn api_mode_end_to_end() {
     let (_, _, bad) = watch_phases(&api, &ns, "bad", "Failed").await;
     assert_eq!(terminated_exit(&bad), Some((3, "Error".into())));
 
+    // Admission: a rejected pod fails with Go's reason and never runs.
+    for (name, extra, reason) in [
+        (
+            "picky",
+            json!({"nodeSelector": {"disk": "ssd"}}),
+            "NodeAffinity",
+        ),
+        (
+            "huge",
+            json!({"containers": [{"name": "c", "image": images().busybox, "command": ["sleep", "1"],
+                "resources": {"requests": {"cpu": "1000"}}}]}),
+            "OutOfcpu",
+        ),
+    ] {
+        let mut v = serde_json::to_value(pod(&ns, name, &node, "true", "Never", 1)).expect("json");
+        for (k, x) in extra.as_object().expect("object") {
+            v["spec"][k] = x.clone();
+        }
+        api.put(&serde_json::from_value::<Pod>(v).expect("pod"))
+            .await;
+        let got = api
+            .wait_for::<Pod>(Some(&ns), name, WAIT, |p| phase(p) == "Failed")
+            .await;
+        let st = got.status.clone().unwrap_or_default();
+        assert_eq!(st.reason.as_deref(), Some(reason), "{name}: {st:?}");
+        assert!(
+            st.container_statuses.unwrap_or_default().is_empty(),
+            "{name}"
+        );
+    }
+
+    // ConfigMap env and volume, and a projected service account token.
+    let cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "cm1", "namespace": ns}, "data": {"k": "bar"}}),
+    )
+    .expect("configmap");
+    api.put(&cm).await;
+    let sa: k8s_openapi::api::core::v1::ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "runner", "namespace": ns}}))
+            .expect("service account");
+    api.put(&sa).await;
+    let cfg_pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "cfg", "namespace": ns},
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "serviceAccountName": "runner",
+            "containers": [{
+                "name": "c",
+                "image": images().busybox,
+                "command": ["sh", "-c",
+                    "test \"$FOO\" = bar && test -s /tok/token && test \"$(cat /cm/k)\" = bar"],
+                "env": [{"name": "FOO", "valueFrom": {"configMapKeyRef": {"name": "cm1", "key": "k"}}}],
+                "volumeMounts": [{"name": "tok", "mountPath": "/tok"}, {"name": "cm", "mountPath": "/cm"}],
+            }],
+            "volumes": [
+                {"name": "tok", "projected": {"sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]}},
+                {"name": "cm", "configMap": {"name": "cm1"}},
+            ],
+        },
+    }))
+    .expect("pod");
+    api.put(&cfg_pod).await;
+    let (_, _, cfg_done) = watch_phases(&api, &ns, "cfg", "Succeeded").await;
+    assert_eq!(terminated_exit(&cfg_done), Some((0, "Completed".into())));
+
     // 3. Graceful deletion: containers stop, then the final delete.
     api.put(&pod(
         &ns,
@@ -489,8 +556,12 @@ async fn api_mode_end_to_end() {
             container(&steady_now, "c").map(|c| c.restart_count),
             Some(0)
         );
+        // Shutdown never waits for an absent API server.
+        api.stop().await.expect("stop the double again");
     }
 
+    let t0 = Instant::now();
     kubelet.stop().await.expect("run() ends cleanly");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     api.cleanup().await;
 }
