@@ -416,7 +416,8 @@ async fn api_mode_end_to_end() {
         );
     }
 
-    // ConfigMap env and volume, and a projected service account token.
+    // ConfigMap env and volume, service variables, and a projected service
+    // account token.
     let cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(
         json!({"metadata": {"name": "cm1", "namespace": ns}, "data": {"k": "bar"}}),
     )
@@ -426,17 +427,24 @@ async fn api_mode_end_to_end() {
         serde_json::from_value(json!({"metadata": {"name": "runner", "namespace": ns}}))
             .expect("service account");
     api.put(&sa).await;
+    let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "svc1", "namespace": ns},
+        "spec": {"clusterIP": "10.96.0.20", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+    }))
+    .expect("service");
+    api.put(&svc).await;
     let cfg_pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "cfg", "namespace": ns},
         "spec": {
             "nodeName": node,
             "restartPolicy": "Never",
             "serviceAccountName": "runner",
+            "enableServiceLinks": true,
             "containers": [{
                 "name": "c",
                 "image": images().busybox,
                 "command": ["sh", "-c",
-                    "test \"$FOO\" = bar && test -s /tok/token && test \"$(cat /cm/k)\" = bar"],
+                    "test \"$FOO\" = bar && test -s /tok/token && test \"$(cat /cm/k)\" = bar && test \"$SVC1_SERVICE_HOST\" = 10.96.0.20"],
                 "env": [{"name": "FOO", "valueFrom": {"configMapKeyRef": {"name": "cm1", "key": "k"}}}],
                 "volumeMounts": [{"name": "tok", "mountPath": "/tok"}, {"name": "cm", "mountPath": "/cm"}],
             }],

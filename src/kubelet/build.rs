@@ -10,6 +10,7 @@
 
 pub mod adapters;
 pub mod api;
+pub mod services;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -417,6 +418,10 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         secrets: api
             .as_ref()
             .map(|a| a.objects.secrets.clone() as Arc<dyn crate::kubelet::envvars::SecretGetter>),
+        services: api.as_ref().map(|a| {
+            let lister = a.services.clone();
+            Arc::new(move || lister.snapshot()) as crate::kubelet::runtime_helper::ServicesFn
+        }),
     });
 
     let limiter = TokenBucket::new(

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, Service};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
 use crate::cm::PodContainerManager;
@@ -60,7 +60,13 @@ pub struct KubeletRuntimeHelper {
     pub config_maps: Option<Arc<dyn ConfigMapGetter>>,
     /// Secrets for the environment (`None` without an API server).
     pub secrets: Option<Arc<dyn SecretGetter>>,
+    /// The cluster's services (whether listed yet, and all of them); `None`
+    /// without an API server.
+    pub services: Option<ServicesFn>,
 }
+
+/// The services the kubelet knows: (listed at least once, services).
+pub type ServicesFn = Arc<dyn Fn() -> (bool, Vec<Service>) + Send + Sync>;
 
 fn uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
@@ -97,16 +103,20 @@ impl RuntimeHelper for KubeletRuntimeHelper {
     ) -> Result<RunContainerOptions, HelperError> {
         let allocatable = (self.config.node_allocatable)();
         let host_ips = (self.config.host_ips)();
+        // Without an API server there is no service list and no service
+        // variables (Go has no service lister then).
+        let (services_synced, services) = match &self.services {
+            Some(f) => f(),
+            None => (true, Vec::new()),
+        };
         let ctx = EnvContext {
             pod_ip,
             pod_ips,
             node_ips: &self.config.node_ips,
             host_ips: &host_ips,
             node_allocatable: &allocatable,
-            // Without an API server there is no service list: no service
-            // variables (as Go, which has no service lister then).
-            services: &[],
-            services_synced: true,
+            services: &services,
+            services_synced,
             master_service_namespace: &self.config.master_service_namespace,
             config_maps: self.config_maps.as_deref(),
             secrets: self.secrets.as_deref(),

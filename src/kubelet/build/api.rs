@@ -36,6 +36,8 @@ use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 use crate::volume::token_manager::TokenManager;
 
+use super::services::ServiceLister;
+
 /// How often static pods are checked for their mirror pods (Go does it in
 /// every pod sync and in housekeeping, every 2 s).
 pub const MIRROR_POD_PERIOD: Duration = Duration::from_secs(1);
@@ -108,6 +110,7 @@ pub struct ApiKubelet {
     pub objects: ObjectManagers,
     pub tokens: Arc<TokenManager>,
     pub volumes: LateVolumes,
+    pub services: ServiceLister,
     node_name: String,
     clock: Arc<dyn Clock>,
     keep_terminated_pod_volumes: bool,
@@ -173,6 +176,7 @@ pub fn build(
     )
     .map_err(|e| e.to_string())?;
     let tokens = crate::kubelet::token::new_token_manager(clients.main.clone(), clock.clone());
+    let services = ServiceLister::new(clients.main.clone());
     Ok(ApiKubelet {
         clients,
         node_status,
@@ -182,6 +186,7 @@ pub fn build(
         objects,
         tokens,
         volumes,
+        services,
         node_name: node_name.to_string(),
         clock,
         keep_terminated_pod_volumes: server.flags.keep_terminated_pod_volumes,
@@ -290,6 +295,7 @@ impl ApiKubelet {
             syncer.start_with(status_manager, tasks);
         }
         self.objects.start(tasks);
+        self.services.start(tasks);
         self.tokens.start(tasks);
         if let Some(mirror) = self.mirror.take() {
             let stop = tasks.token();
