@@ -75,8 +75,9 @@ fn phase_of(p: &Pod) -> String {
     phase(p).to_string()
 }
 
-/// Approves the node's client CSRs until the kubelet has its certificate.
-async fn approve_csrs(api: &TestApi, node: &str) {
+/// Approves the kubelet client CSRs bootstrap identities submit (until
+/// aborted).
+async fn approve_csrs(api: &TestApi) {
     use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
     loop {
         for csr in api.list::<Csr>(None).await {
@@ -99,7 +100,6 @@ async fn approve_csrs(api: &TestApi, node: &str) {
                     .await;
             }
         }
-        let _ = node;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -233,8 +233,7 @@ async fn api_mode_end_to_end() {
     argv.push(format!("--node-ip={ip}"));
     let approver = tokio::spawn({
         let api = api.clone();
-        let node = node.clone();
-        async move { approve_csrs(&api, &node).await }
+        async move { approve_csrs(&api).await }
     });
     let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
 
