@@ -572,3 +572,135 @@ async fn api_mode_end_to_end() {
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     api.cleanup().await;
 }
+
+/// The kubelet process, killed if the test ends early.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Puts back the host sysctls the binary tunes (as the Go kubelet does).
+struct SysctlGuard(Vec<(String, String)>);
+
+impl SysctlGuard {
+    fn save() -> Self {
+        let keys = [
+            "vm/overcommit_memory",
+            "vm/panic_on_oom",
+            "kernel/panic",
+            "kernel/panic_on_oops",
+            "kernel/keys/root_maxkeys",
+            "kernel/keys/root_maxbytes",
+        ];
+        SysctlGuard(
+            keys.iter()
+                .filter_map(|k| {
+                    let v = std::fs::read_to_string(format!("/proc/sys/{k}")).ok()?;
+                    Some((k.to_string(), v.trim().to_string()))
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for SysctlGuard {
+    fn drop(&mut self) {
+        for (k, v) in &self.0 {
+            let _ = std::fs::write(format!("/proc/sys/{k}"), v);
+        }
+    }
+}
+
+/// The binary with `--kubeconfig`: it registers the Node and mirrors its
+/// static pod; with the API server gone, SIGTERM still ends it with status
+/// 0 within 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_in_api_mode_registers_and_stops_without_the_api_server() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let Some(rig) = Containerd::start("api_kubelet_binary") else {
+        return;
+    };
+    let _sysctls = SysctlGuard::save();
+    let api = TestApi::start().await;
+    let ns = api.create_namespace("apib").await;
+    let node = api.unique_name("binnode");
+    let dirs = NodeDirs::new();
+    let root = make_cgroup_root(&rig, "apibinary");
+    let cfg = config(
+        &dirs,
+        &root,
+        Ports {
+            main: 22260,
+            read_only: 22261,
+            healthz: 22262,
+        },
+        "nodeLeaseDurationSeconds: 4\n",
+    );
+    dirs.write_manifest(
+        "static.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: st\n  namespace: {ns}\nspec:\n  containers:\n  - name: c\n    image: {}\n    command: [sleep, '3600']\n",
+            images().busybox
+        ),
+    );
+    let kubeconfig = api.kubeconfig_for_node(&dirs.path(""), &node).await;
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    argv.push(format!("--node-ip={}", host_ip()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kubelet"))
+        .args(&argv[1..])
+        .env("KUBELET_RS_LOG_ROOT", dirs.path("logs"))
+        .stdout(std::process::Stdio::null())
+        .stderr(
+            std::fs::File::create(dirs.path("kubelet.log"))
+                .map(std::process::Stdio::from)
+                .unwrap_or_else(|_| std::process::Stdio::null()),
+        )
+        .spawn()
+        .expect("spawn kubelet");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut child = KillOnDrop(child);
+
+    let registered = api
+        .wait_for::<Node>(None, &node, WAIT, |n| {
+            ready_heartbeat(n).is_some_and(|(s, _)| s == "True")
+        })
+        .await;
+    assert!(registered.metadata.uid.is_some());
+    api.wait_for::<Pod>(Some(&ns), &format!("st-{node}"), WAIT, |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    api.wait_for::<Lease>(Some("kube-node-lease"), &node, WAIT, |l| {
+        lease_renew(l).is_some()
+    })
+    .await;
+
+    let on_double = api.double().is_ok();
+    if on_double {
+        api.stop().await.expect("stop the double");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    let t0 = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let code = loop {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            break status.code();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the kubelet did not exit within 5 s of SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(code, Some(0));
+    if !on_double {
+        api.cleanup().await;
+    }
+}

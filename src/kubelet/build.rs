@@ -548,6 +548,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
             volume_manager: volume_manager.clone(),
             pod_container_manager: c.cgroups_per_qos.then(|| pod_container_manager.clone()),
             sources_ready: sources_ready.clone(),
+            status_manager: status_manager.clone(),
         });
     }
 

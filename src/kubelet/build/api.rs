@@ -212,6 +212,7 @@ pub struct KubeletParts {
     pub volume_manager: Arc<VolumeManager>,
     pub pod_container_manager: Option<Arc<dyn PodContainerManager>>,
     pub sources_ready: SourcesReady,
+    pub status_manager: Arc<StatusManager>,
 }
 
 impl ApiKubelet {
@@ -255,12 +256,16 @@ impl ApiKubelet {
             pod_cgroups: parts.pod_container_manager,
             keep_terminated_pod_volumes: self.keep_terminated_pod_volumes,
         };
-        self.syncer = Some(StatusSyncer::new(
-            self.clients.main.clone(),
-            parts.pod_manager.clone(),
-            Arc::new(checks),
-            self.clock.clone(),
-        ));
+        let status_manager = parts.status_manager.clone();
+        self.syncer = Some(
+            StatusSyncer::new(
+                self.clients.main.clone(),
+                parts.pod_manager.clone(),
+                Arc::new(checks),
+                self.clock.clone(),
+            )
+            .with_forget(Arc::new(move |uid| status_manager.delete_pod_status(uid))),
+        );
         self.mirror = Some(MirrorPods {
             client: Arc::new(BasicMirrorClient::new(
                 self.clients.main.clone(),
