@@ -653,7 +653,7 @@ async fn binary_in_api_mode_registers_and_stops_without_the_api_server() {
     let mut argv = args(&dirs, &rig, &cfg, &node);
     argv.push(format!("--kubeconfig={}", kubeconfig.display()));
     argv.push(format!("--node-ip={}", host_ip()));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kubelet"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kubelet"))
         .args(&argv[1..])
         .env("KUBELET_RS_LOG_ROOT", dirs.path("logs"))
         .stdout(std::process::Stdio::null())
