@@ -406,3 +406,65 @@ async fn the_sync_task_follows_the_status_manager_and_reconciles_drift() {
         .unwrap();
     api.cleanup().await;
 }
+
+/// A mirror pod the pod manager has not seen yet looks like a recreated
+/// pod to the sync: the status is forgotten in the kubelet's status manager
+/// too (Go's deletePodStatus), so the pod's next status is a new version
+/// and reaches the mirror once it is known.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unseen_mirror_makes_the_status_forgotten_then_resent() {
+    let r = rig("forget").await;
+    let node: k8s_openapi::api::core::v1::Node =
+        r.api.put(&obj(json!({"metadata": {"name": r.node}}))).await;
+    let mut static_pod = bound_pod(&r.ns, &format!("kas-{}", r.node), &r.node, json!({}));
+    static_pod.metadata.uid = Some("static-forget".into());
+    static_pod.metadata.annotations = Some(
+        [
+            ("kubernetes.io/config.source", "file"),
+            ("kubernetes.io/config.hash", "static-forget"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    );
+    r.pods.add_pod(Arc::new(static_pod.clone()));
+    let mirrors = BasicMirrorClient::new(
+        r.api.client(&KubeUser::Node(r.node.clone())).await,
+        &r.node,
+        None,
+    );
+    sync_mirror_pod(&mirrors, &static_pod, None, Some(&node)).await;
+    let name = static_pod.metadata.name.clone().unwrap();
+    let mirror: Pod = r.api.wait_for(Some(&r.ns), &name, WAIT, |_| true).await;
+
+    let manager = Arc::new(StatusManager::new(r.pods.clone(), Arc::new(RealClock)));
+    let forget_in = manager.clone();
+    let tasks = TaskSet::new();
+    r.syncer
+        .with_forget(Arc::new(move |uid| forget_in.delete_pod_status(uid)))
+        .start_with(&manager, &tasks);
+    manager.set_pod_status(&static_pod, obj(running(T0)));
+    let forgotten = crate::support::eventually(WAIT, || async {
+        manager
+            .get_pod_status("static-forget")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(forgotten.is_some(), "the status manager forgot the status");
+
+    r.pods.add_pod(Arc::new(mirror.clone()));
+    manager.set_pod_status(&static_pod, obj(running(T0)));
+    let got = r
+        .api
+        .wait_for::<Pod>(Some(&r.ns), &name, WAIT, |p| {
+            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .await;
+    assert_eq!(got.metadata.uid, mirror.metadata.uid);
+    tasks
+        .into_shutdown_handle()
+        .shutdown(Duration::from_secs(3))
+        .await
+        .expect("stops");
+}
