@@ -194,6 +194,8 @@ fn terminated_exit(p: &Pod) -> Option<(i32, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_mode_end_to_end() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // Dropped last: after the rig has removed the pods' containers.
+    let dirs = NodeDirs::new();
     let Some(rig) = Containerd::start("api_kubelet_e2e") else {
         return;
     };
@@ -201,7 +203,6 @@ async fn api_mode_end_to_end() {
     let ns = api.create_namespace("apik").await;
     let node = api.unique_name("apinode");
     let ip = host_ip();
-    let dirs = NodeDirs::new();
     let root = make_cgroup_root(&rig, "apimode");
     let p = Ports {
         main: 22250,
@@ -623,6 +624,7 @@ impl Drop for SysctlGuard {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_in_api_mode_registers_and_stops_without_the_api_server() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let dirs = NodeDirs::new();
     let Some(rig) = Containerd::start("api_kubelet_binary") else {
         return;
     };
@@ -630,7 +632,6 @@ async fn binary_in_api_mode_registers_and_stops_without_the_api_server() {
     let api = TestApi::start().await;
     let ns = api.create_namespace("apib").await;
     let node = api.unique_name("binnode");
-    let dirs = NodeDirs::new();
     let root = make_cgroup_root(&rig, "apibinary");
     let cfg = config(
         &dirs,
