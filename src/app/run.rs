@@ -15,16 +15,18 @@ use tokio_util::sync::CancellationToken;
 use super::dependencies::{Dependencies, DependenciesError, node_config, parse_node_ips};
 use super::run_kubelet::{RunKubeletError, RunKubeletParams, RunOutcome, run_kubelet};
 use super::server::KubeletServer;
-use crate::cm::{ContainerManager, ContainerManagerImpl, LoggingRecorder};
+use crate::cm::{ContainerManager, ContainerManagerImpl};
 use crate::configz::{Configz, KUBELET_CONFIG};
 use crate::cri::connect_runtime_services;
 use crate::healthz::Healthz;
 use crate::healthz::server::{HealthzServer, HealthzServerParams};
-use crate::kubelet::run::Running;
-use crate::kubelet::server::auth::{
-    AuthnParams, CA_RELOAD_PERIOD, ClientCaBundle, KubeletAuth, build_authenticator,
-    build_authorizer,
+use crate::kubelet::build::api::ApiClients;
+use crate::kubelet::client::{ClientParams, build_clients};
+use crate::kubelet::events::{
+    ApiEventRecorder, EventRecorder, KubeEventSink, LoggingRecorder, NodeEvents,
 };
+use crate::kubelet::run::Running;
+use crate::kubelet::server::auth::{CA_RELOAD_PERIOD, ClientCaBundle, build_auth};
 use crate::kubelet::server::tls::{TlsParams, initialize_tls};
 use crate::util::lifecycle::TaskSet;
 use crate::util::lockfile::{KubeletLock, LockFileParams, obtain};
@@ -44,8 +46,8 @@ pub enum RunError {
     Lock(#[from] crate::util::lockfile::LockFileError),
     #[error(transparent)]
     NodeName(#[from] crate::util::node_name::NodeNameError),
-    #[error("{0}")]
-    ApiServerMode(String),
+    #[error("failed to run Kubelet: {0}")]
+    Clients(#[from] crate::kubelet::client::ClientError),
     #[error(transparent)]
     Auth(#[from] crate::kubelet::server::auth::AuthError),
     #[error(transparent)]
@@ -157,39 +159,53 @@ async fn start_up(
     let standalone = server.is_standalone();
     let hostname = get_hostname(&server.flags.hostname_override)?;
     let node = node_name(&server.flags.hostname_override)?;
-    if !standalone {
-        return Err(RunError::ApiServerMode(format!(
-            "--kubeconfig {:?} given, but this build runs standalone only: API clients (node registration, status, leases) are not available",
-            server.flags.kubeconfig
-        )));
-    }
-    tracing::info!("Standalone mode, no API client");
+    // The API clients (after a TLS bootstrap when needed) and the event
+    // recorder over the event client.
+    let api = if standalone {
+        tracing::info!("Standalone mode, no API client");
+        None
+    } else {
+        let clients = build_clients(&ClientParams::from_server(server, &node)).await?;
+        let recorder = ApiEventRecorder::new(&node, deps.clock.clone());
+        recorder.start(tasks, Arc::new(KubeEventSink::new(clients.events.clone())));
+        Some(ApiClients {
+            clients,
+            recorder,
+            machine_info: deps.machine_info.clone(),
+        })
+    };
+    let node_events: Arc<dyn EventRecorder> = match &api {
+        Some(a) => a.recorder.clone(),
+        None => Arc::new(LoggingRecorder),
+    };
 
     let auth = c.authentication.clone();
     let client_ca = match non_empty(&auth.x509.client_ca_file) {
         Some(path) => Some(tokio::task::spawn_blocking(move || ClientCaBundle::load(path)).await??),
         None => None,
     };
-    let authenticator = build_authenticator(
-        &AuthnParams {
-            anonymous: auth.anonymous.enabled,
-            client_ca: client_ca.clone(),
-            webhook_enabled: auth.webhook.enabled,
-        },
-        None,
+    let kubelet_auth = build_auth(
+        &node,
+        api.as_ref().map(|a| a.clients.main.clone()),
+        c,
+        client_ca.clone(),
     )?;
-    let authorizer = build_authorizer(&c.authorization.mode, None)?;
-    let kubelet_auth = KubeletAuth::new(authenticator, authorizer, node.clone());
 
     let tls_params = tls_params(server, &hostname);
     let tls = tokio::task::spawn_blocking(move || initialize_tls(&tls_params)).await??;
 
     deps.swap.check(c.fail_swap_on).await?;
     let node_config = node_config(server, &node)?;
+    let node_name = node.clone();
     let (machine, host) = (deps.machine_info.clone(), deps.host_paths.clone());
     let container_manager: Arc<dyn ContainerManager> = Arc::new(
         tokio::task::spawn_blocking(move || {
-            ContainerManagerImpl::new(node_config, machine, host, Arc::new(LoggingRecorder))
+            ContainerManagerImpl::new(
+                node_config,
+                machine,
+                host,
+                Arc::new(NodeEvents::new(node_events, &node_name)),
+            )
         })
         .await?
         .map_err(RunError::ContainerManager)?,
@@ -225,6 +241,7 @@ async fn start_up(
         configz,
         tls,
         auth: kubelet_auth,
+        api,
         tasks,
     })
     .await?;

@@ -12,7 +12,9 @@ use crate::configz::Configz;
 use crate::cri::RuntimeServices;
 use crate::features;
 use crate::healthz::{Healthz, named_check};
+use crate::kubelet::build::api::ApiClients;
 use crate::kubelet::build::{BuildError, KubeletDeps, new_main_kubelet};
+use crate::kubelet::events::NodeEvents;
 use crate::kubelet::run::{Running, StartError};
 use crate::kubelet::runonce::{RunOnceError, RunPodResult};
 use crate::kubelet::server::auth::KubeletAuth;
@@ -59,6 +61,8 @@ pub struct RunKubeletParams<'a> {
     pub configz: Configz,
     pub tls: TlsOptions,
     pub auth: KubeletAuth,
+    /// The API clients and recorder; `None` standalone.
+    pub api: Option<ApiClients>,
     pub tasks: &'a TaskSet,
 }
 
@@ -82,6 +86,10 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         return Err(RunKubeletError::SeccompDefaultGate);
     }
     let (pod_logs_root, container_logs_dir) = p.deps.log_dirs();
+    let birth_cry = p
+        .api
+        .as_ref()
+        .map(|a| NodeEvents::new(a.recorder.clone(), &p.node_name));
     let kubelet = new_main_kubelet(KubeletDeps {
         server: server.clone(),
         node_name: p.node_name.clone(),
@@ -93,10 +101,14 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         pod_logs_root,
         container_logs_dir: Some(container_logs_dir),
         node_hosts_file: p.deps.node_hosts_file.clone(),
+        api: p.api,
     })
     .await?;
-    // BirthCry: there is no API server to record the event on.
-    tracing::info!(node = %p.node_name, reason = "Starting", "Starting kubelet.");
+    // BirthCry: the "Starting" event on the Node (only logged standalone).
+    match &birth_cry {
+        Some(events) => events.birth_cry(),
+        None => tracing::info!(node = %p.node_name, reason = "Starting", "Starting kubelet."),
+    }
 
     if !rlimit::apply_max_open_files(server.config.max_open_files) {
         tracing::error!("Failed to set rlimit on max file handles");

@@ -9,6 +9,8 @@
 //! [`Kubelet`] value only carries them to the start phase.
 
 pub mod adapters;
+pub mod api;
+pub mod services;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -66,6 +68,8 @@ pub enum BuildError {
     Runtime(String),
     #[error("invalid image garbage collection policy: {0}")]
     ImageGc(String),
+    #[error("failed to set up the API server parts: {0}")]
+    Api(String),
 }
 
 /// What NewMainKubelet is given (the parts of Dependencies and run()).
@@ -83,6 +87,8 @@ pub struct KubeletDeps {
     pub container_logs_dir: Option<PathBuf>,
     /// The node's hosts file.
     pub node_hosts_file: PathBuf,
+    /// The API clients and event recorder; `None` standalone.
+    pub api: Option<api::ApiClients>,
 }
 
 /// The built kubelet, ready for its start phase.
@@ -122,6 +128,8 @@ pub struct Kubelet {
     pub monitor: SyncLoopMonitor,
     pub dns: DnsConfigurer,
     pub recorder: Arc<dyn PodEventRecorder>,
+    /// The API-server parts; `None` standalone.
+    pub api: Option<api::ApiKubelet>,
 }
 
 impl Kubelet {
@@ -201,6 +209,7 @@ fn admission_node(
     node_name: &str,
     hostname: &str,
     resources: Arc<NodeResources>,
+    api_node: Option<Arc<dyn crate::kubelet::lifecycle::NodeGetter>>,
 ) -> impl Fn() -> AdmissionNode + Send + Sync + 'static {
     let mut labels = server.flags.node_labels.clone();
     let arch = match std::env::consts::ARCH {
@@ -220,11 +229,28 @@ fn admission_node(
     }
     let taints = server.config.register_with_taints.clone();
     let name = node_name.to_string();
-    move || AdmissionNode {
-        name: name.clone(),
-        labels: labels.clone(),
-        taints: taints.clone(),
-        allocatable: resources.get(),
+    move || {
+        // The registered Node's labels and taints once it is known (Go's
+        // getNodeAnyWay), the initial node's before.
+        let known = api_node.as_ref().and_then(|g| g.get_node_any_way().ok());
+        match known {
+            Some(node) => AdmissionNode {
+                name: name.clone(),
+                labels: node.metadata.labels.clone().unwrap_or_default(),
+                taints: node
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.taints.clone())
+                    .unwrap_or_default(),
+                allocatable: resources.get(),
+            },
+            None => AdmissionNode {
+                name: name.clone(),
+                labels: labels.clone(),
+                taints: taints.clone(),
+                allocatable: resources.get(),
+            },
+        }
     }
 }
 
@@ -268,17 +294,44 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         pod_logs_root,
         container_logs_dir,
         node_hosts_file,
+        api: api_clients,
     } = deps;
     let c = &server.config;
     let dirs = PodDirs::new(&server.flags.root_directory);
-    let events: Arc<dyn EventRecorder> = Arc::new(LoggingRecorder);
+    let events: Arc<dyn EventRecorder> = match &api_clients {
+        Some(a) => a.recorder.clone(),
+        None => Arc::new(LoggingRecorder),
+    };
     let recorder: Arc<dyn PodEventRecorder> = Arc::new(RecorderEvents(events.clone()));
+    let mut api = match &api_clients {
+        Some(a) => Some(
+            api::build(
+                a,
+                &server,
+                &node_name,
+                &hostname,
+                &runtime_services,
+                container_manager.clone(),
+                clock.clone(),
+            )
+            .map_err(BuildError::Api)?,
+        ),
+        None => None,
+    };
 
     let (pod_config, updates) = PodConfig::new(clock.clone());
     pod_sources(&server, &node_name, &pod_config)?;
+    if let Some(a) = &api {
+        tracing::info!("Adding apiserver pod source");
+        pod_config.add_source(Box::new(a.pod_source()));
+    }
     let sources_ready = pod_config.sources_ready();
 
-    let pod_manager = Arc::new(PodManager::new());
+    let pod_manager = Arc::new(match &api {
+        Some(a) => PodManager::with_registrars(a.objects.registrars()),
+        None => PodManager::new(),
+    });
+    let host_ips = api.as_ref().map(|a| a.host_ips());
     let status_manager = Arc::new(StatusManager::new(pod_manager.clone(), clock.clone()));
     let reasons = Arc::new(ReasonCache::new());
     let deadline_events = recorder.clone();
@@ -306,7 +359,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         probes: probes.clone(),
         deadline: deadline.clone(),
         node_ips: node_ips.clone(),
-        host_ips: None,
+        host_ips: host_ips.clone(),
     });
     let runtime_state = Arc::new(RuntimeState::new(clock.clone()));
     let pod_cache = Arc::new(PodCache::new());
@@ -323,12 +376,18 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         i64::from(c.max_pods),
     ));
 
-    let volume_host = VolumeHost::new(
+    let mut volume_host = VolumeHost::new(
         dirs.clone(),
         Arc::new(SystemMounter),
         clock.clone(),
         node_resources.clone(),
     );
+    if let Some(a) = &api {
+        volume_host = volume_host
+            .with_config_maps(a.objects.config_maps.clone())
+            .with_secrets(a.objects.secrets.clone())
+            .with_tokens(a.tokens.clone());
+    }
     let volume_manager = Arc::new(VolumeManager::new(VolumeManagerDeps {
         plugins: Arc::new(PluginManager::new(Arc::new(volume_host))),
         pods: pod_manager.clone(),
@@ -357,7 +416,14 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
             root_dir: dirs.root_dir().to_path_buf(),
             cluster_domain: c.cluster_domain.clone(),
             node_ips: node_ips.clone(),
-            host_ips: Vec::new(),
+            host_ips: {
+                let ips = host_ips.clone();
+                Arc::new(move || {
+                    ips.as_ref()
+                        .map(|f| f().iter().map(ToString::to_string).collect())
+                        .unwrap_or_default()
+                })
+            },
             node_allocatable: {
                 let r = node_resources.clone();
                 Arc::new(move || r.api())
@@ -369,6 +435,16 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         volumes: volumes.clone(),
         pod_container_manager: pod_container_manager.clone(),
         recorder: recorder.clone(),
+        config_maps: api.as_ref().map(|a| {
+            a.objects.config_maps.clone() as Arc<dyn crate::kubelet::envvars::ConfigMapGetter>
+        }),
+        secrets: api
+            .as_ref()
+            .map(|a| a.objects.secrets.clone() as Arc<dyn crate::kubelet::envvars::SecretGetter>),
+        services: api.as_ref().map(|a| {
+            let lister = a.services.clone();
+            Arc::new(move || lister.snapshot()) as crate::kubelet::runtime_helper::ServicesFn
+        }),
     });
 
     let limiter = TokenBucket::new(
@@ -488,6 +564,16 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         },
     );
     workers_handle.set(pod_workers.clone());
+    if let Some(a) = api.as_mut() {
+        a.wire(api::KubeletParts {
+            pod_manager: pod_manager.clone(),
+            pod_workers: pod_workers.clone(),
+            volume_manager: volume_manager.clone(),
+            pod_container_manager: c.cgroups_per_qos.then(|| pod_container_manager.clone()),
+            sources_ready: sources_ready.clone(),
+            status_manager: status_manager.clone(),
+        });
+    }
 
     let preempt_workers = pod_workers.clone();
     let preempt: PreemptFn = Arc::new(move |pod| {
@@ -510,6 +596,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
             &node_name,
             &hostname,
             node_resources.clone(),
+            api.as_ref().map(|a| a.node()),
         )),
         sysctls: SysctlAllowlist::new(&c.allowed_unsafe_sysctls),
         preempt: Some(preempt),
@@ -583,6 +670,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         monitor,
         dns,
         recorder,
+        api,
     })
 }
 

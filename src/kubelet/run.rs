@@ -38,7 +38,7 @@ pub struct Running {
 impl Kubelet {
     /// Spawns every task of the kubelet on `tasks` (Kubelet.Run and
     /// StartGarbageCollection).
-    pub async fn start(self, tasks: &TaskSet) -> Result<Running, StartError> {
+    pub async fn start(mut self, tasks: &TaskSet) -> Result<Running, StartError> {
         let (fatal_tx, fatal) = mpsc::unbounded_channel();
         let me = tokio::task::spawn_blocking({
             let dirs = self.dirs.clone();
@@ -65,7 +65,19 @@ impl Kubelet {
         .await
         .map_err(|e| StartError::Modules(e.to_string()))?;
         me.map_err(StartError::Modules)?;
-        tracing::info!("No API server defined - no node status update will be sent");
+        match self.api.take() {
+            Some(api) => {
+                let pleg = self.pleg.clone();
+                api.start(
+                    tasks,
+                    &self.status_manager,
+                    Arc::new(move || pleg.healthy().map_err(|e| e.to_string())),
+                );
+            }
+            None => {
+                tracing::info!("No API server defined - no node status update will be sent")
+            }
+        }
 
         self.image_gc.start(tasks);
         self.volume_manager.start(tasks);

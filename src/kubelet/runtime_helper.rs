@@ -10,13 +10,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, Service};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
 use crate::cm::PodContainerManager;
 use crate::cri::api::DnsConfig;
 use crate::kubelet::container::{RunContainerOptions, format_pod};
-use crate::kubelet::envvars::{EnvContext, make_environment_variables};
+use crate::kubelet::envvars::{
+    ConfigMapGetter, EnvContext, SecretGetter, make_environment_variables,
+};
 use crate::kubelet::kuberuntime::{
     HelperError, RunOptionsParams, RuntimeHelper, generate_run_container_options,
 };
@@ -36,8 +38,9 @@ pub struct RuntimeHelperConfig {
     pub cluster_domain: String,
     /// `--node-ip` values.
     pub node_ips: Vec<IpAddr>,
-    /// The node's host IPs (the Node's addresses; empty without an API server).
-    pub host_ips: Vec<String>,
+    /// The node's host IPs now (the Node's addresses; none without an API
+    /// server).
+    pub host_ips: Arc<dyn Fn() -> Vec<String> + Send + Sync>,
     /// Node allocatable now, for resourceFieldRef defaults.
     pub node_allocatable: AllocatableFn,
     /// `--master-service-namespace`.
@@ -53,7 +56,17 @@ pub struct KubeletRuntimeHelper {
     pub volumes: Arc<dyn PodVolumes>,
     pub pod_container_manager: Arc<dyn PodContainerManager>,
     pub recorder: Arc<dyn PodEventRecorder>,
+    /// ConfigMaps for the environment (`None` without an API server).
+    pub config_maps: Option<Arc<dyn ConfigMapGetter>>,
+    /// Secrets for the environment (`None` without an API server).
+    pub secrets: Option<Arc<dyn SecretGetter>>,
+    /// The cluster's services (whether listed yet, and all of them); `None`
+    /// without an API server.
+    pub services: Option<ServicesFn>,
 }
+
+/// The services the kubelet knows: (listed at least once, services).
+pub type ServicesFn = Arc<dyn Fn() -> (bool, Vec<Service>) + Send + Sync>;
 
 fn uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or_default()
@@ -89,19 +102,24 @@ impl RuntimeHelper for KubeletRuntimeHelper {
         pod_ips: &[String],
     ) -> Result<RunContainerOptions, HelperError> {
         let allocatable = (self.config.node_allocatable)();
+        let host_ips = (self.config.host_ips)();
+        // Without an API server there is no service list and no service
+        // variables (Go has no service lister then).
+        let (services_synced, services) = match &self.services {
+            Some(f) => f(),
+            None => (true, Vec::new()),
+        };
         let ctx = EnvContext {
             pod_ip,
             pod_ips,
             node_ips: &self.config.node_ips,
-            host_ips: &self.config.host_ips,
+            host_ips: &host_ips,
             node_allocatable: &allocatable,
-            // Without an API server there is no service list: no service
-            // variables (as Go, which has no service lister then).
-            services: &[],
-            services_synced: true,
+            services: &services,
+            services_synced,
             master_service_namespace: &self.config.master_service_namespace,
-            config_maps: None,
-            secrets: None,
+            config_maps: self.config_maps.as_deref(),
+            secrets: self.secrets.as_deref(),
         };
         let env = make_environment_variables(pod, container, &ctx)
             .await

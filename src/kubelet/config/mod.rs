@@ -31,6 +31,7 @@
 //! [`PodUpdate`]: crate::kubelet::types::PodUpdate
 //! [`PodOperation`]: crate::kubelet::types::PodOperation
 
+pub mod apiserver;
 pub mod common;
 pub mod decode;
 pub mod defaults;
@@ -45,6 +46,7 @@ pub mod quantities;
 pub mod queue;
 pub mod validation;
 
+pub use apiserver::ApiserverSource;
 pub use error::SourceError;
 pub use file::FileSource;
 pub use http::HttpSource;

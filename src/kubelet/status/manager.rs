@@ -355,6 +355,12 @@ impl StatusManager {
         self.update_internal(&mut inner, pod, status, true);
     }
 
+    /// Forgets one pod's status (Go's deletePodStatus): the API sync found
+    /// it of no use, and the next status the pod gets is a new version.
+    pub fn delete_pod_status(&self, uid: &str) {
+        self.lock().statuses.remove(uid);
+    }
+
     /// Forgets the statuses of pods not in `uids`.
     pub fn remove_orphaned_statuses(&self, uids: &HashSet<String>) {
         self.lock().statuses.retain(|uid, _| {

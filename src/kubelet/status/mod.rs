@@ -3,13 +3,15 @@
 //! the manager that keeps the latest one per pod ([`manager::StatusManager`]),
 //! the conditions the kubelet owns ([`conditions`]), the reasons of failed
 //! container starts ([`reason_cache::ReasonCache`]) and the active deadline
-//! ([`deadline::ActiveDeadline`]).
+//! ([`deadline::ActiveDeadline`]); the API half that writes the statuses to
+//! the API server and deletes finished pods ([`sync::StatusSyncer`]).
 
 pub mod conditions;
 pub mod deadline;
 pub mod generate;
 pub mod manager;
 pub mod reason_cache;
+pub mod sync;
 
 #[cfg(test)]
 mod generate_tests;

@@ -1,0 +1,3 @@
+//! pkg/kubelet/util pieces used by several kubelet subsystems.
+
+pub mod manager;

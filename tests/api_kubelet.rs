@@ -1,0 +1,707 @@
+//! The whole kubelet in API-server mode (issue 6 acceptance), through the
+//! real start path (`app::run::run_with`, as the binary runs it) over a
+//! private containerd, against the API server double (or the real
+//! kube-apiserver KUBELET_RS_TEST_KUBECONFIG names; the outage step needs
+//! the double):
+//!
+//! - TLS bootstrap from a bootstrap-token kubeconfig: CSR, approval,
+//!   certificate and kubeconfig on disk, then registration with it;
+//! - the Node as the Go kubelet registers it, and the Lease renewed;
+//! - pods bound to the node run and their status goes through the phases
+//!   (Succeeded, Failed), with container statuses and the pod IP;
+//! - a graceful DELETE stops the pod and the kubelet's final delete removes
+//!   it; a static pod gets a mirror pod, removed with its manifest;
+//! - events with the Go reasons;
+//! - the API server away for a minute: pods keep running, the kubelet
+//!   survives, status, node and lease catch up.
+
+#[path = "e2e/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+mod support;
+
+use std::collections::BTreeSet;
+use std::net::UdpSocket;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use harness::*;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::api::{Api, DeleteParams};
+use serde_json::{Value, json};
+use support::apiserver::TestApi;
+use support::containerd::{Containerd, images};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// This machine's outbound IPv4 address (what `--node-ip` names).
+fn host_ip() -> String {
+    let s = UdpSocket::bind("0.0.0.0:0").expect("udp socket");
+    s.connect("10.255.255.255:9").expect("udp connect");
+    s.local_addr().expect("local addr").ip().to_string()
+}
+
+fn reference_node() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/go-kubelet-examples/node-gonode.json");
+    serde_json::from_str(&std::fs::read_to_string(p).expect("fixture")).expect("fixture json")
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn pod(ns: &str, name: &str, node: &str, script: &str, restart: &str, grace: i64) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": restart,
+            "terminationGracePeriodSeconds": grace,
+            "containers": [{
+                "name": "c",
+                "image": images().busybox,
+                "command": ["sh", "-c", script],
+            }],
+        },
+    }))
+    .expect("pod")
+}
+
+fn phase_of(p: &Pod) -> String {
+    phase(p).to_string()
+}
+
+/// Approves the kubelet client CSRs bootstrap identities submit (until
+/// aborted).
+async fn approve_csrs(api: &TestApi) {
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
+    loop {
+        for csr in api.list::<Csr>(None).await {
+            let pending = csr
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_none_or(|c| c.is_empty());
+            let by_node = csr
+                .spec
+                .username
+                .as_deref()
+                .is_some_and(|u| u.starts_with("system:bootstrap:"));
+            if pending
+                && by_node
+                && csr.spec.signer_name == "kubernetes.io/kube-apiserver-client-kubelet"
+            {
+                api.track_for_cleanup(&csr).await;
+                api.approve_csr(csr.metadata.name.as_deref().unwrap_or_default())
+                    .await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn events_for(api: &TestApi, ns: &str, kind: &str, name: &str) -> BTreeSet<String> {
+    api.list::<Event>(Some(ns))
+        .await
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.kind.as_deref() == Some(kind)
+                && e.involved_object.name.as_deref() == Some(name)
+        })
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+async fn wait_events(api: &TestApi, ns: &str, kind: &str, name: &str, want: &[&str]) {
+    let got = support::eventually(WAIT, || async {
+        let have = events_for(api, ns, kind, name).await;
+        want.iter().all(|w| have.contains(*w)).then_some(have)
+    })
+    .await;
+    assert!(
+        got.is_some(),
+        "{kind} {ns}/{name}: events {want:?}; have {:?}",
+        events_for(api, ns, kind, name).await
+    );
+}
+
+fn lease_renew(l: &Lease) -> Option<String> {
+    l.spec
+        .as_ref()
+        .and_then(|s| s.renew_time.as_ref())
+        .map(|t| t.0.to_string())
+}
+
+fn ready_heartbeat(n: &Node) -> Option<(String, String)> {
+    n.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.last_heartbeat_time
+                    .as_ref()
+                    .map(|t| t.0.to_string())
+                    .unwrap_or_default(),
+            )
+        })
+}
+
+/// The phases a pod goes through, polled from the API server, with its
+/// first Running and its final status.
+async fn watch_phases(
+    api: &TestApi,
+    ns: &str,
+    name: &str,
+    until: &str,
+) -> (Vec<String>, Option<Pod>, Pod) {
+    let start = Instant::now();
+    let mut seen: Vec<String> = Vec::new();
+    let mut running = None;
+    loop {
+        if let Some(p) = api.get::<Pod>(Some(ns), name).await {
+            let ph = phase_of(&p);
+            if !ph.is_empty() && seen.last() != Some(&ph) {
+                seen.push(ph.clone());
+                if ph == "Running" {
+                    running = Some(p.clone());
+                }
+            }
+            if ph == until {
+                return (seen, running, p);
+            }
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "{ns}/{name}: phases {seen:?}, never {until}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn terminated_exit(p: &Pod) -> Option<(i32, String)> {
+    let t = container(p, "c")?.state.as_ref()?.terminated.as_ref()?;
+    Some((t.exit_code, t.reason.clone().unwrap_or_default()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_mode_end_to_end() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Dropped last: after the rig has removed the pods' containers.
+    let dirs = NodeDirs::new();
+    let Some(rig) = Containerd::start("api_kubelet_e2e") else {
+        return;
+    };
+    let api = std::sync::Arc::new(TestApi::start().await);
+    let ns = api.create_namespace("apik").await;
+    let node = api.unique_name("apinode");
+    let ip = host_ip();
+    let root = make_cgroup_root(&rig, "apimode");
+    let p = Ports {
+        main: 22250,
+        read_only: 22251,
+        healthz: 22252,
+    };
+    let cfg = config(
+        &dirs,
+        &root,
+        p,
+        "nodeLeaseDurationSeconds: 4\nnodeStatusUpdateFrequency: 2s\nnodeStatusReportFrequency: 5s\n",
+    );
+    dirs.write_manifest(
+        "web.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  containers:\n  - name: c\n    image: {}\n    command: [sleep, '3600']\n",
+            images().busybox
+        ),
+    );
+
+    // 5. Bootstrap: no kubeconfig yet, a bootstrap-token one.
+    let bootstrap = api
+        .bootstrap_kubeconfig(&dirs.path("bootstrap-kubelet.conf"))
+        .await;
+    let kubeconfig = dirs.path("kubelet.conf");
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    argv.push(format!("--bootstrap-kubeconfig={}", bootstrap.display()));
+    argv.push(format!("--node-ip={ip}"));
+    let approver = tokio::spawn({
+        let api = api.clone();
+        async move { approve_csrs(&api).await }
+    });
+    let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
+
+    // 1. The Node, as the Go kubelet registers it.
+    let n = api
+        .wait_for::<Node>(None, &node, WAIT, |n| {
+            ready_heartbeat(n).is_some_and(|(s, _)| s == "True")
+        })
+        .await;
+    approver.abort();
+    assert!(kubeconfig.exists(), "kubeconfig written after bootstrap");
+    assert!(
+        dirs.path("pki/kubelet-client-current.pem").exists(),
+        "client certificate in the cert dir"
+    );
+    let reference = reference_node();
+    let got = serde_json::to_value(&n).expect("node json");
+    let labels = &got["metadata"]["labels"];
+    for (k, v) in reference["metadata"]["labels"].as_object().expect("labels") {
+        let want = if k == "kubernetes.io/hostname" {
+            json!(node)
+        } else {
+            v.clone()
+        };
+        assert_eq!(labels[k], want, "label {k}");
+    }
+    assert_eq!(
+        got["metadata"]["annotations"]["volumes.kubernetes.io/controller-managed-attach-detach"],
+        json!("true")
+    );
+    assert_eq!(
+        keys(&got["status"]["nodeInfo"]),
+        keys(&reference["status"]["nodeInfo"])
+    );
+    for k in [
+        "machineID",
+        "bootID",
+        "kernelVersion",
+        "osImage",
+        "kubeletVersion",
+    ] {
+        assert!(
+            got["status"]["nodeInfo"][k]
+                .as_str()
+                .is_some_and(|s| !s.is_empty()),
+            "nodeInfo.{k}"
+        );
+    }
+    assert!(
+        got["status"]["nodeInfo"]["containerRuntimeVersion"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("containerd://"))
+    );
+    for k in ["cpu", "memory", "pods", "ephemeral-storage"] {
+        assert!(got["status"]["capacity"][k].is_string(), "capacity {k}");
+        assert!(
+            got["status"]["allocatable"][k].is_string(),
+            "allocatable {k}"
+        );
+    }
+    assert_eq!(got["status"]["capacity"]["pods"], json!("110"));
+    assert_eq!(
+        got["status"]["addresses"],
+        json!([{"address": ip, "type": "InternalIP"}, {"address": node, "type": "Hostname"}])
+    );
+    let conds: Vec<(String, String)> = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, c.reason.unwrap_or_default()))
+        .collect();
+    let want: Vec<(String, String)> = reference["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap_or_default().to_string(),
+                c["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(conds, want);
+    assert_eq!(
+        got["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+        json!(p.main)
+    );
+
+    // The lease, owned by the Node, renewed every second.
+    let lease = api
+        .wait_for::<Lease>(Some("kube-node-lease"), &node, WAIT, |l| {
+            lease_renew(l).is_some()
+        })
+        .await;
+    let owner = &lease.metadata.owner_references.clone().unwrap_or_default()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Node", node.as_str())
+    );
+    let first = lease_renew(&lease);
+    api.wait_for::<Lease>(
+        Some("kube-node-lease"),
+        &node,
+        Duration::from_secs(10),
+        |l| lease_renew(l) != first,
+    )
+    .await;
+
+    // 4. The static pod's mirror pod.
+    let mirror_name = format!("web-{node}");
+    let mirror = api
+        .wait_for::<Pod>(Some(&ns), &mirror_name, WAIT, |p| phase(p) == "Running")
+        .await;
+    let ann = mirror.metadata.annotations.clone().unwrap_or_default();
+    assert!(ann.contains_key("kubernetes.io/config.mirror"), "{ann:?}");
+    let owners = mirror.metadata.owner_references.clone().unwrap_or_default();
+    assert_eq!(owners.len(), 1);
+    assert_eq!(
+        (owners[0].kind.as_str(), owners[0].name.as_str()),
+        ("Node", node.as_str())
+    );
+    assert_eq!(owners[0].uid, n.metadata.uid.clone().unwrap_or_default());
+
+    // 2. Pods bound to the node: Succeeded and Failed.
+    api.put(&pod(&ns, "ok", &node, "sleep 4; exit 0", "Never", 30))
+        .await;
+    api.put(&pod(&ns, "bad", &node, "sleep 2; exit 3", "Never", 30))
+        .await;
+    let (seen, running, ok) = watch_phases(&api, &ns, "ok", "Succeeded").await;
+    assert!(seen.contains(&"Running".to_string()), "ok phases {seen:?}");
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("Pending"),
+        "ok phases {seen:?}"
+    );
+    assert_eq!(terminated_exit(&ok), Some((0, "Completed".into())));
+    let running = running.expect("seen Running");
+    assert!(is_running(&running, "c"), "{:?}", running.status);
+    let st = running.status.clone().unwrap_or_default();
+    assert!(
+        st.pod_ip.as_deref().is_some_and(|s| !s.is_empty()),
+        "{st:?}"
+    );
+    assert_eq!(st.host_ip.as_deref(), Some(ip.as_str()));
+    assert_eq!(st.qos_class.as_deref(), Some("BestEffort"));
+    let (_, _, bad) = watch_phases(&api, &ns, "bad", "Failed").await;
+    assert_eq!(terminated_exit(&bad), Some((3, "Error".into())));
+
+    // Admission: a rejected pod fails with Go's reason and never runs.
+    for (name, extra, reason) in [
+        (
+            "picky",
+            json!({"nodeSelector": {"disk": "ssd"}}),
+            "NodeAffinity",
+        ),
+        (
+            "huge",
+            json!({"containers": [{"name": "c", "image": images().busybox, "command": ["sleep", "1"],
+                "resources": {"requests": {"cpu": "1000"}}}]}),
+            "OutOfcpu",
+        ),
+    ] {
+        let mut v = serde_json::to_value(pod(&ns, name, &node, "true", "Never", 1)).expect("json");
+        for (k, x) in extra.as_object().expect("object") {
+            v["spec"][k] = x.clone();
+        }
+        api.put(&serde_json::from_value::<Pod>(v).expect("pod"))
+            .await;
+        let got = api
+            .wait_for::<Pod>(Some(&ns), name, WAIT, |p| phase(p) == "Failed")
+            .await;
+        let st = got.status.clone().unwrap_or_default();
+        assert_eq!(st.reason.as_deref(), Some(reason), "{name}: {st:?}");
+        assert!(
+            st.container_statuses.unwrap_or_default().is_empty(),
+            "{name}"
+        );
+    }
+
+    // ConfigMap env and volume, service variables, and a projected service
+    // account token.
+    let cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "cm1", "namespace": ns}, "data": {"k": "bar"}}),
+    )
+    .expect("configmap");
+    api.put(&cm).await;
+    let sa: k8s_openapi::api::core::v1::ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "runner", "namespace": ns}}))
+            .expect("service account");
+    api.put(&sa).await;
+    let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "svc1", "namespace": ns},
+        "spec": {"clusterIP": "10.96.0.20", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+    }))
+    .expect("service");
+    api.put(&svc).await;
+    let cfg_pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "cfg", "namespace": ns},
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "serviceAccountName": "runner",
+            "enableServiceLinks": true,
+            "containers": [{
+                "name": "c",
+                "image": images().busybox,
+                "command": ["sh", "-c",
+                    "test \"$FOO\" = bar && test -s /tok/token && test \"$(cat /cm/k)\" = bar && test \"$SVC1_SERVICE_HOST\" = 10.96.0.20"],
+                "env": [{"name": "FOO", "valueFrom": {"configMapKeyRef": {"name": "cm1", "key": "k"}}}],
+                "volumeMounts": [{"name": "tok", "mountPath": "/tok"}, {"name": "cm", "mountPath": "/cm"}],
+            }],
+            "volumes": [
+                {"name": "tok", "projected": {"sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]}},
+                {"name": "cm", "configMap": {"name": "cm1"}},
+            ],
+        },
+    }))
+    .expect("pod");
+    api.put(&cfg_pod).await;
+    let (_, _, cfg_done) = watch_phases(&api, &ns, "cfg", "Succeeded").await;
+    assert_eq!(terminated_exit(&cfg_done), Some((0, "Completed".into())));
+
+    // 3. Graceful deletion: containers stop, then the final delete.
+    api.put(&pod(
+        &ns,
+        "long",
+        &node,
+        "trap 'exit 0' TERM; sleep 3600 & wait",
+        "Always",
+        20,
+    ))
+    .await;
+    let long = api
+        .wait_for::<Pod>(Some(&ns), "long", WAIT, |p| is_running(p, "c"))
+        .await;
+    let long_uid = uid(&long);
+    let pods: Api<Pod> = Api::namespaced(api.admin_client().await, &ns);
+    let t0 = Instant::now();
+    pods.delete("long", &DeleteParams::default().grace_period(20))
+        .await
+        .expect("graceful delete");
+    let cri_rt = cri(&rig).await;
+    support::eventually(WAIT, || async {
+        api.get::<Pod>(Some(&ns), "long")
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .expect("the kubelet deletes the pod for good");
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "the container stopped on SIGTERM, not at the end of the grace period"
+    );
+    let left: Vec<_> = cri_containers(&cri_rt, &long_uid)
+        .await
+        .into_iter()
+        .filter(|c| c.state == kubelet::cri::api::ContainerState::ContainerRunning as i32)
+        .collect();
+    assert!(left.is_empty(), "running containers after delete: {left:?}");
+
+    // 6. Events.
+    wait_events(&api, "default", "Node", &node, &["Starting"]).await;
+    wait_events(&api, &ns, "Pod", "ok", &["Pulled", "Created", "Started"]).await;
+    wait_events(&api, &ns, "Pod", "long", &["Killing"]).await;
+    assert!(
+        !events_for(&api, &ns, "Pod", "ok")
+            .await
+            .contains("Scheduled"),
+        "Scheduled is the scheduler's"
+    );
+
+    // 4. Removing the manifest deletes the mirror pod.
+    dirs.remove_manifest("web.yaml");
+    support::eventually(WAIT, || async {
+        api.get::<Pod>(Some(&ns), &mirror_name)
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await
+    .expect("mirror pod deleted with its manifest");
+
+    // 7. The API server away for a minute.
+    if api.double().is_ok() {
+        api.put(&pod(&ns, "steady", &node, "sleep 3600", "Always", 1))
+            .await;
+        let steady = api
+            .wait_for::<Pod>(Some(&ns), "steady", WAIT, |p| is_running(p, "c"))
+            .await;
+        api.put(&pod(&ns, "during", &node, "sleep 15; exit 0", "Never", 1))
+            .await;
+        api.wait_for::<Pod>(Some(&ns), "during", WAIT, |p| is_running(p, "c"))
+            .await;
+        let before_lease = lease_renew(
+            &api.get::<Lease>(Some("kube-node-lease"), &node)
+                .await
+                .expect("lease"),
+        );
+        let before_hb = ready_heartbeat(&api.get::<Node>(None, &node).await.expect("node"));
+        api.stop().await.expect("stop the double");
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!kubelet.handle.is_finished(), "the kubelet survives");
+        let running: Vec<_> = cri_containers(&cri_rt, &uid(&steady))
+            .await
+            .into_iter()
+            .filter(|c| c.state == kubelet::cri::api::ContainerState::ContainerRunning as i32)
+            .collect();
+        assert_eq!(running.len(), 1, "the pod keeps running");
+        api.restart().await.expect("restart the double");
+        api.wait_for::<Pod>(Some(&ns), "during", WAIT, |p| phase(p) == "Succeeded")
+            .await;
+        api.wait_for::<Lease>(Some("kube-node-lease"), &node, WAIT, |l| {
+            lease_renew(l) != before_lease
+        })
+        .await;
+        api.wait_for::<Node>(None, &node, WAIT, |n| {
+            ready_heartbeat(n).is_some_and(|h| Some(&h) != before_hb.as_ref() && h.0 == "True")
+        })
+        .await;
+        let steady_now = api.get::<Pod>(Some(&ns), "steady").await.expect("steady");
+        assert!(is_running(&steady_now, "c"));
+        assert_eq!(
+            container(&steady_now, "c").map(|c| c.restart_count),
+            Some(0)
+        );
+        // Shutdown never waits for an absent API server.
+        api.stop().await.expect("stop the double again");
+    }
+
+    let t0 = Instant::now();
+    kubelet.stop().await.expect("run() ends cleanly");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    api.cleanup().await;
+}
+
+/// The kubelet process, killed if the test ends early.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Puts back the host sysctls the binary tunes (as the Go kubelet does).
+struct SysctlGuard(Vec<(String, String)>);
+
+impl SysctlGuard {
+    fn save() -> Self {
+        let keys = [
+            "vm/overcommit_memory",
+            "vm/panic_on_oom",
+            "kernel/panic",
+            "kernel/panic_on_oops",
+            "kernel/keys/root_maxkeys",
+            "kernel/keys/root_maxbytes",
+        ];
+        SysctlGuard(
+            keys.iter()
+                .filter_map(|k| {
+                    let v = std::fs::read_to_string(format!("/proc/sys/{k}")).ok()?;
+                    Some((k.to_string(), v.trim().to_string()))
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for SysctlGuard {
+    fn drop(&mut self) {
+        for (k, v) in &self.0 {
+            let _ = std::fs::write(format!("/proc/sys/{k}"), v);
+        }
+    }
+}
+
+/// The binary with `--kubeconfig`: it registers the Node and mirrors its
+/// static pod; with the API server gone, SIGTERM still ends it with status
+/// 0 within 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_in_api_mode_registers_and_stops_without_the_api_server() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dirs = NodeDirs::new();
+    let Some(rig) = Containerd::start("api_kubelet_binary") else {
+        return;
+    };
+    let _sysctls = SysctlGuard::save();
+    let api = TestApi::start().await;
+    let ns = api.create_namespace("apib").await;
+    let node = api.unique_name("binnode");
+    let root = make_cgroup_root(&rig, "apibinary");
+    let cfg = config(
+        &dirs,
+        &root,
+        Ports {
+            main: 22260,
+            read_only: 22261,
+            healthz: 22262,
+        },
+        "nodeLeaseDurationSeconds: 4\n",
+    );
+    dirs.write_manifest(
+        "static.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: st\n  namespace: {ns}\nspec:\n  containers:\n  - name: c\n    image: {}\n    command: [sleep, '3600']\n",
+            images().busybox
+        ),
+    );
+    let kubeconfig = api.kubeconfig_for_node(&dirs.path(""), &node).await;
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    argv.push(format!("--node-ip={}", host_ip()));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kubelet"))
+        .args(&argv[1..])
+        .env("KUBELET_RS_LOG_ROOT", dirs.path("logs"))
+        .stdout(std::process::Stdio::null())
+        .stderr(
+            std::fs::File::create(dirs.path("kubelet.log"))
+                .map(std::process::Stdio::from)
+                .unwrap_or_else(|_| std::process::Stdio::null()),
+        )
+        .spawn()
+        .expect("spawn kubelet");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut child = KillOnDrop(child);
+
+    let registered = api
+        .wait_for::<Node>(None, &node, WAIT, |n| {
+            ready_heartbeat(n).is_some_and(|(s, _)| s == "True")
+        })
+        .await;
+    assert!(registered.metadata.uid.is_some());
+    api.wait_for::<Pod>(Some(&ns), &format!("st-{node}"), WAIT, |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    api.wait_for::<Lease>(Some("kube-node-lease"), &node, WAIT, |l| {
+        lease_renew(l).is_some()
+    })
+    .await;
+
+    let on_double = api.double().is_ok();
+    if on_double {
+        api.stop().await.expect("stop the double");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    let t0 = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let code = loop {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            break status.code();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the kubelet did not exit within 5 s of SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(code, Some(0));
+    if !on_double {
+        api.cleanup().await;
+    }
+}
