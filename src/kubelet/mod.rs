@@ -28,6 +28,7 @@ pub mod run;
 pub mod runonce;
 pub mod runtime_helper;
 pub mod server;
+pub mod stats;
 pub mod status;
 pub mod sync_loop;
 pub mod types;
