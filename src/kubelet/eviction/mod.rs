@@ -13,6 +13,8 @@ pub mod message;
 pub mod rank;
 mod seams;
 pub mod signals;
+#[cfg(test)]
+mod testing;
 pub mod threshold;
 
 pub use admit::{EvictionAdmitHandler, TAINT_NODE_MEMORY_PRESSURE, admit_under_pressure};
