@@ -3,6 +3,7 @@
 //! node-level reclaim, ranking and evicting pods, local storage limits) and
 //! its admission check.
 
+mod adapters;
 mod admit;
 mod config;
 mod error;
@@ -17,6 +18,7 @@ pub mod signals;
 mod testing;
 pub mod threshold;
 
+pub use adapters::RuntimeContainerGc;
 pub use admit::{EvictionAdmitHandler, TAINT_NODE_MEMORY_PRESSURE, admit_under_pressure};
 pub use config::EvictionConfig;
 pub use error::EvictionError;

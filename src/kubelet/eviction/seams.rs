@@ -77,3 +77,34 @@ pub fn node_reclaim_for(
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::threshold::Signal;
+    use super::*;
+
+    #[test]
+    fn node_reclaim_table() {
+        use NodeReclaim::*;
+        let gc = vec![DeleteUnusedContainers, DeleteUnusedImages];
+        let cases = [
+            (Signal::MemoryAvailable, false, vec![]),
+            (Signal::AllocatableMemoryAvailable, true, vec![]),
+            (Signal::PidAvailable, false, vec![]),
+            (Signal::NodeFsAvailable, false, gc.clone()),
+            (Signal::NodeFsInodesFree, false, gc.clone()),
+            (Signal::NodeFsAvailable, true, vec![]),
+            (Signal::NodeFsInodesFree, true, vec![]),
+            (Signal::ImageFsAvailable, true, gc.clone()),
+            (Signal::ImageFsInodesFree, true, gc.clone()),
+            (Signal::ImageFsAvailable, false, gc.clone()),
+        ];
+        for (signal, dedicated, want) in cases {
+            assert_eq!(
+                node_reclaim_for(signal, dedicated),
+                want,
+                "{signal} dedicated={dedicated}"
+            );
+        }
+    }
+}

@@ -121,3 +121,77 @@ pub fn make_signal_observations(summary: &Summary) -> (SignalObservations, PodSt
     }
     (out, PodStatsIndex::new(&summary.pods))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet::stats::{FsStats, NodeStats, RlimitStats};
+
+    #[test]
+    fn observations_from_a_summary() {
+        let summary = Summary {
+            node: NodeStats {
+                memory: Some(MemoryStats {
+                    available_bytes: Some(3 << 30),
+                    working_set_bytes: Some(1 << 30),
+                    ..Default::default()
+                }),
+                // No working set: no allocatable observation.
+                allocatable_memory: Some(MemoryStats {
+                    available_bytes: Some(1 << 30),
+                    ..Default::default()
+                }),
+                fs: Some(FsStats {
+                    available_bytes: Some(10),
+                    capacity_bytes: Some(100),
+                    inodes_free: Some(7),
+                    inodes: Some(70),
+                    ..Default::default()
+                }),
+                // Bytes only.
+                image_fs: Some(FsStats {
+                    available_bytes: Some(20),
+                    capacity_bytes: Some(200),
+                    ..Default::default()
+                }),
+                rlimit: Some(RlimitStats {
+                    max_pid: Some(1000),
+                    num_of_running_processes: Some(300),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            pods: vec![PodStats {
+                uid: "u1".into(),
+                ..Default::default()
+            }],
+        };
+        let (obs, pods) = make_signal_observations(&summary);
+        let keys: Vec<Signal> = obs.keys().copied().collect();
+        assert_eq!(
+            keys,
+            vec![
+                Signal::MemoryAvailable,
+                Signal::NodeFsAvailable,
+                Signal::NodeFsInodesFree,
+                Signal::ImageFsAvailable,
+                Signal::PidAvailable
+            ]
+        );
+        let m = &obs[&Signal::MemoryAvailable];
+        assert_eq!(
+            (m.available.value(), m.capacity.value()),
+            (3 << 30, 4 << 30)
+        );
+        assert_eq!(m.capacity.to_string(), "4Gi");
+        let i = &obs[&Signal::NodeFsInodesFree];
+        assert_eq!((i.available.value(), i.capacity.value()), (7, 70));
+        let p = &obs[&Signal::PidAvailable];
+        assert_eq!((p.available.value(), p.capacity.value()), (700, 1000));
+        let mut pod = Pod::default();
+        pod.metadata.uid = Some("u1".into());
+        assert!(pods.get(&pod).is_some());
+        pod.metadata.uid = Some("u2".into());
+        assert!(pods.get(&pod).is_none());
+    }
+}
