@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::manager::{EvictionManager, Stats};
+use super::manager::EvictionManager;
 use super::message::{
     container_ephemeral_storage_message, empty_dir_message, pod_ephemeral_storage_message,
 };
+use super::signals::PodStatsIndex;
 use crate::cm::helpers::{container_resources, pod_requests_and_limits};
 use crate::kubelet::stats::PodStats;
 use crate::util::quantity::Quantity;
@@ -21,7 +22,7 @@ const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
 pub(super) async fn local_storage_eviction(
     manager: &EvictionManager,
     pods: &[Arc<Pod>],
-    stats: &Stats,
+    stats: &PodStatsIndex,
     dedicated_image_fs: bool,
 ) -> Vec<Arc<Pod>> {
     let mut evicted = Vec::new();

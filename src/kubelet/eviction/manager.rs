@@ -27,7 +27,7 @@ use super::seams::{
     ActivePodsFn, ContainerGc, EvictionStatus, ImageGc, NodeReclaim, PodCleanedUpFn, PodKiller,
     node_reclaim_for,
 };
-use super::signals::{PodStatsIndex, SignalObservations, make_signal_observations};
+use super::signals::{SignalObservations, make_signal_observations};
 use super::threshold::Threshold;
 use crate::kubelet::container::format_pod;
 use crate::kubelet::events::{EventRecorder, EventType, pod_ref};
@@ -366,9 +366,6 @@ impl PressureSource for EvictionManager {
         self.has_condition(NodeConditionType::PidPressure)
     }
 }
-
-/// Gives the stats lookup to the local storage checks.
-pub(super) type Stats = PodStatsIndex;
 
 #[cfg(test)]
 #[path = "manager_tests.rs"]

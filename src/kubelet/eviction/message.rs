@@ -13,11 +13,6 @@ pub const REASON: &str = "Evicted";
 /// The reason of the node event recorded when a threshold is acted on.
 pub const THRESHOLD_MET_REASON: &str = "EvictionThresholdMet";
 
-/// The resource a signal starves, as the messages name it.
-pub fn starved_resource_name(signal: super::threshold::Signal) -> &'static str {
-    signal.resource()
-}
-
 /// "The node was low on resource: R. " and, for memory and
 /// ephemeral-storage, one sentence per container using more than it
 /// requests.
