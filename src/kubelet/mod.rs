@@ -32,6 +32,7 @@ pub mod runonce;
 pub mod runtime_helper;
 pub mod secret;
 pub mod server;
+pub mod stats;
 pub mod status;
 pub mod streaming;
 pub mod sync_loop;
