@@ -6,6 +6,7 @@
 mod fsusage;
 mod memory;
 mod provider;
+mod resource;
 mod types;
 
 pub use fsusage::{FsUsageError, dir_fs_stats, dir_usage, statfs_usage};
@@ -13,6 +14,7 @@ pub use memory::{
     MemoryReadError, cgroup_memory_limit, cgroup_v1_working_set, cgroup_v2_working_set,
     read_meminfo, read_memory_stat, unified_root_working_set,
 };
+pub use resource::{ContainerUsage, CpuMemory, PodUsage, ResourceUsage, cgroup_cpu_usage_ns};
 pub use provider::{NodeStatsProvider, NodeStatsProviderConfig, StatsError, StatsProvider};
 pub use types::{
     ContainerStats, FsStats, MemoryStats, NodeStats, PodStats, ProcessStats, RlimitStats, Summary,

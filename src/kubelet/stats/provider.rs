@@ -65,6 +65,9 @@ pub struct NodeStatsProviderConfig {
     pub memory_cgroup_mount: PathBuf,
     /// The pids controller's mount, when there is one.
     pub pids_cgroup_mount: Option<PathBuf>,
+    /// Where CPU time is accounted (v1: the cpuacct mount; v2: the unified
+    /// mount), when there is such a mount.
+    pub cpu_cgroup_mount: Option<PathBuf>,
     /// Whether the memory controller is on cgroup v2.
     pub unified: bool,
     /// The cgroup all pods run under, relative to the controller mount
@@ -97,6 +100,9 @@ impl NodeStatsProviderConfig {
             proc_root: PathBuf::from("/proc"),
             memory_cgroup_mount: memory.to_path_buf(),
             pids_cgroup_mount: subsystems.mount_point("pids").map(Path::to_path_buf),
+            cpu_cgroup_mount: subsystems
+                .mount_point(if subsystems.is_unified() { "cpu" } else { "cpuacct" })
+                .map(Path::to_path_buf),
             unified: subsystems.is_unified(),
             pods_cgroup: pods_cgroup
                 .strip_prefix("/")
@@ -127,6 +133,16 @@ impl NodeStatsProvider {
             runtime,
             images,
         }
+    }
+
+    /// The runtime service, when container stats are read.
+    pub(crate) fn runtime(&self) -> Option<&Arc<dyn RuntimeService>> {
+        self.runtime.as_ref()
+    }
+
+    /// Where things are on the host.
+    pub(crate) fn config(&self) -> Arc<NodeStatsProviderConfig> {
+        self.config.clone()
     }
 
     async fn image_fs_mountpoint(&self) -> Result<Option<PathBuf>, StatsError> {
@@ -356,7 +372,7 @@ fn rlimit_stats(proc_root: &Path, now: SystemTime) -> RlimitStats {
 }
 
 /// Where a pod's cgroup may be, relative to a controller mount.
-fn pod_cgroup_candidates(config: &NodeStatsProviderConfig, uid: &str) -> Vec<PathBuf> {
+pub(crate) fn pod_cgroup_candidates(config: &NodeStatsProviderConfig, uid: &str) -> Vec<PathBuf> {
     let base = &config.pods_cgroup;
     if config.systemd_driver {
         let u = uid.replace('-', "_");
@@ -492,6 +508,7 @@ mod tests {
             proc_root: dir.join("proc"),
             memory_cgroup_mount: dir.join("memory"),
             pids_cgroup_mount: Some(dir.join("pids")),
+            cpu_cgroup_mount: Some(dir.join("cpuacct")),
             unified: false,
             pods_cgroup: PathBuf::from(if systemd {
                 "kubepods.slice"
