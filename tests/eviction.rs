@@ -186,6 +186,8 @@ async fn real_signals_raise_pressure_and_evict_a_ranked_non_critical_pod() {
             max_pod_grace_period_seconds: 0,
             thresholds,
             local_storage_capacity_isolation: true,
+            kernel_memcg_notification: false,
+            memory_cgroup: None,
         },
         EvictionDeps {
             stats: provider,
@@ -387,6 +389,8 @@ async fn a_container_filling_its_empty_dir_past_the_size_limit_is_evicted() {
             max_pod_grace_period_seconds: 0,
             thresholds: Vec::new(),
             local_storage_capacity_isolation: true,
+            kernel_memcg_notification: false,
+            memory_cgroup: None,
         },
         EvictionDeps {
             stats: provider,
@@ -416,4 +420,177 @@ async fn a_container_filling_its_empty_dir_past_the_size_limit_is_evicted() {
     let status = harness::status_of(&m, &p).await;
     let c = status.find_container_status_by_name("c").expect("status");
     assert_eq!(c.state, ContainerState::Exited);
+}
+
+/// A memory cgroup made for one test, removed (with what it charged) on drop.
+struct TestMemcg {
+    dir: PathBuf,
+    shm: PathBuf,
+    child: Option<std::process::Child>,
+}
+
+impl TestMemcg {
+    /// `None` (after a SKIPPED line) when there is no writable v1 memory
+    /// controller here.
+    fn create(test: &str, limit: u64) -> Option<TestMemcg> {
+        let mount = PathBuf::from("/sys/fs/cgroup/memory");
+        if !mount.join("cgroup.event_control").exists() || !support::is_root() {
+            support::skip(test, "needs root and a cgroup v1 memory controller");
+            return None;
+        }
+        let name = format!("kubelet-rs-eviction-{}-{}", test.len(), std::process::id());
+        let dir = mount.join(&name);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {dir:?}: {e}"));
+        std::fs::write(dir.join("memory.limit_in_bytes"), limit.to_string()).expect("limit");
+        Some(TestMemcg {
+            dir,
+            shm: PathBuf::from(format!("/dev/shm/{name}")),
+            child: None,
+        })
+    }
+
+    fn name(&self) -> PathBuf {
+        PathBuf::from(self.dir.file_name().expect("name"))
+    }
+
+    /// Starts a process in the cgroup that charges `bytes` of shared memory.
+    fn charge(&mut self, bytes: u64) {
+        let script = format!(
+            "echo $$ > {}/cgroup.procs && head -c {bytes} /dev/zero > {} && exec sleep 30",
+            self.dir.display(),
+            self.shm.display()
+        );
+        self.child = Some(
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .spawn()
+                .expect("spawn"),
+        );
+    }
+}
+
+impl Drop for TestMemcg {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Anything still in the cgroup was started by this test.
+        let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = std::fs::remove_file(&self.shm);
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("could not remove {:?}", self.dir);
+    }
+}
+
+/// Counts summaries taken, over the real provider.
+struct Counting(NodeStatsProvider, Mutex<u32>);
+
+#[async_trait]
+impl StatsProvider for Counting {
+    async fn summary(
+        &self,
+        pods: &[Arc<Pod>],
+    ) -> Result<kubelet::kubelet::stats::Summary, kubelet::kubelet::stats::StatsError> {
+        *self.1.lock().unwrap() += 1;
+        self.0.summary(pods).await
+    }
+    async fn has_dedicated_image_fs(&self) -> Result<bool, kubelet::kubelet::stats::StatsError> {
+        self.0.has_dedicated_image_fs().await
+    }
+}
+
+#[tokio::test]
+async fn a_memcg_notification_wakes_the_manager_before_its_interval() {
+    const MI: u64 = 1024 * 1024;
+    let test = "a_memcg_notification_wakes_the_manager_before_its_interval";
+    let Some(mut cg) = TestMemcg::create(test, 64 * MI) else {
+        return;
+    };
+    let root = tempfile::tempdir().expect("root");
+    let mut provider_config = host_config(root.path(), root.path().join("logs"));
+    provider_config.pods_cgroup = cg.name();
+    let stats = Arc::new(Counting(
+        NodeStatsProvider::new(provider_config.clone(), None, None),
+        Mutex::new(0),
+    ));
+    let thresholds = parse_threshold_config(
+        &[],
+        &map(&[("allocatableMemory.available", "60Mi")]),
+        &map(&[]),
+        &map(&[]),
+        &map(&[]),
+    )
+    .expect("thresholds");
+    let gc = Arc::new(Gc::default());
+    let manager = EvictionManager::new(
+        EvictionConfig {
+            pressure_transition_period: Duration::from_secs(300),
+            max_pod_grace_period_seconds: 0,
+            thresholds,
+            local_storage_capacity_isolation: false,
+            kernel_memcg_notification: true,
+            memory_cgroup: Some(kubelet::kubelet::eviction::MemoryCgroup {
+                mount: provider_config.memory_cgroup_mount.clone(),
+                pods_cgroup: cg.name(),
+            }),
+        },
+        EvictionDeps {
+            stats: stats.clone(),
+            killer: Arc::new(Kills::default()),
+            image_gc: gc.clone(),
+            container_gc: gc,
+            recorder: Arc::new(Events::default()),
+            node_ref: node_ref("node"),
+            clock: Arc::new(RealClock),
+            active_pods: Arc::new(Vec::new),
+            pod_cleaned_up: Arc::new(|_| true),
+        },
+    );
+    let tasks = kubelet::util::lifecycle::TaskSet::new();
+    manager.start(&tasks, Duration::from_secs(3600));
+    let wait_for = |n: u32| {
+        let stats = stats.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+            while *stats.1.lock().unwrap() < n {
+                assert!(tokio::time::Instant::now() < deadline, "no pass {n}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    wait_for(1).await;
+    assert!(
+        !manager.memory_pressure(),
+        "an empty cgroup has 64Mi available"
+    );
+    // Let the notifier arm, then charge 8Mi: 56Mi left, under 60Mi.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cg.charge(8 * MI);
+    wait_for(2).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !manager.memory_pressure() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no memory pressure after the memcg notification"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tasks
+        .into_shutdown_handle()
+        .shutdown(Duration::from_secs(5))
+        .await
+        .expect("shutdown");
 }

@@ -1,5 +1,6 @@
 //! The eviction manager's configuration, from the KubeletConfiguration.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::threshold::{Threshold, ThresholdError, parse_threshold_config};
@@ -15,6 +16,21 @@ pub struct EvictionConfig {
     pub thresholds: Vec<Threshold>,
     /// Whether pods past their local storage limits are evicted.
     pub local_storage_capacity_isolation: bool,
+    /// Whether memory thresholds also arm kernel memcg notifications
+    /// (cgroup v1 only; needs `memory_cgroup`).
+    pub kernel_memcg_notification: bool,
+    /// The v1 memory controller's mount and the pods cgroup below it, for
+    /// the memcg notifiers.
+    pub memory_cgroup: Option<MemoryCgroup>,
+}
+
+/// Where the memcg notifiers register.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryCgroup {
+    /// The memory controller's mount (`/sys/fs/cgroup/memory`).
+    pub mount: PathBuf,
+    /// The cgroup all pods run under, relative to the mount (`kubepods`).
+    pub pods_cgroup: PathBuf,
 }
 
 impl EvictionConfig {
@@ -31,6 +47,8 @@ impl EvictionConfig {
                 &config.eviction_minimum_reclaim,
             )?,
             local_storage_capacity_isolation: config.local_storage_capacity_isolation,
+            kernel_memcg_notification: config.kernel_memcg_notification,
+            memory_cgroup: None,
         })
     }
 }

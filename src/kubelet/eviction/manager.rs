@@ -22,6 +22,7 @@ use super::evaluate::{
     thresholds_updated_stats,
 };
 use super::message::{REASON, THRESHOLD_MET_REASON, eviction_message};
+use super::notifiers::{NOTIFIER_REFRESH_INTERVAL, Notifiers};
 use super::rank::rank_func_for;
 use super::seams::{
     ActivePodsFn, ContainerGc, EvictionStatus, ImageGc, NodeReclaim, PodCleanedUpFn, PodKiller,
@@ -66,6 +67,7 @@ struct State {
     thresholds_met: Vec<Threshold>,
     last_observations: SignalObservations,
     dedicated_image_fs: Option<bool>,
+    notifiers_updated_at: Option<Instant>,
 }
 
 /// The eviction manager.
@@ -73,15 +75,18 @@ pub struct EvictionManager {
     config: EvictionConfig,
     deps: EvictionDeps,
     state: Mutex<State>,
+    notifiers: Notifiers,
 }
 
 impl EvictionManager {
     /// Pure construction (build phase).
     pub fn new(config: EvictionConfig, deps: EvictionDeps) -> Arc<Self> {
+        let notifiers = Notifiers::new(&config);
         Arc::new(EvictionManager {
             config,
             deps,
             state: Mutex::new(State::default()),
+            notifiers,
         })
     }
 
@@ -98,9 +103,11 @@ impl EvictionManager {
         self.state().node_conditions.contains(&c)
     }
 
-    /// Spawns the monitoring loop: synchronize every `interval`; after an
-    /// eviction, wait for the pod to be cleaned up and go again at once.
+    /// Spawns the monitoring loop: synchronize every `interval` (sooner when
+    /// a memcg notifier fires); after an eviction, wait for the pod to be
+    /// cleaned up and go again at once.
     pub fn start(self: &Arc<Self>, tasks: &TaskSet, interval: Duration) {
+        self.notifiers.start(tasks);
         let this = self.clone();
         let token = tasks.token();
         tasks.spawn("eviction_manager", async move {
@@ -125,6 +132,7 @@ impl EvictionManager {
                 tokio::select! {
                     _ = token.cancelled() => return,
                     _ = tokio::time::sleep(interval) => {}
+                    _ = this.notifiers.woken() => {}
                 }
             }
         });
@@ -176,10 +184,20 @@ impl EvictionManager {
                 return Ok(None);
             }
         };
+        let now = self.deps.clock.monotonic();
+        if !self.notifiers.is_empty() {
+            let due = self
+                .state()
+                .notifiers_updated_at
+                .is_none_or(|at| now.saturating_duration_since(at) > NOTIFIER_REFRESH_INTERVAL);
+            if due {
+                self.state().notifiers_updated_at = Some(now);
+                self.notifiers.update(&summary).await;
+            }
+        }
         let (observations, stats) = make_signal_observations(&summary);
         log_observations("observations", &observations);
 
-        let now = self.deps.clock.monotonic();
         let thresholds = {
             let mut state = self.state();
             let mut met = thresholds_met(configured, &observations, false);

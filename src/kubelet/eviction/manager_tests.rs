@@ -193,6 +193,8 @@ fn rig(
         max_pod_grace_period_seconds: 42,
         thresholds,
         local_storage_capacity_isolation: local_storage,
+        kernel_memcg_notification: false,
+        memory_cgroup: None,
     };
     Rig {
         manager: EvictionManager::new(config, deps),

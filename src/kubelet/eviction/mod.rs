@@ -10,7 +10,9 @@ mod error;
 pub mod evaluate;
 mod local_storage;
 mod manager;
+pub mod memcg;
 pub mod message;
+mod notifiers;
 pub mod rank;
 mod seams;
 pub mod signals;
@@ -20,7 +22,7 @@ pub mod threshold;
 
 pub use adapters::RuntimeContainerGc;
 pub use admit::{EvictionAdmitHandler, TAINT_NODE_MEMORY_PRESSURE, admit_under_pressure};
-pub use config::EvictionConfig;
+pub use config::{EvictionConfig, MemoryCgroup};
 pub use error::EvictionError;
 pub use evaluate::NodeConditionType;
 pub use local_storage::local_storage_violation;
