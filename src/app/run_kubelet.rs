@@ -22,6 +22,7 @@ use crate::kubelet::server::handlers::{ServerHandlers, main_router, read_only_ro
 use crate::kubelet::server::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
 use crate::kubelet::server::node_logs::{NODE_LOG_DIR, NODE_LOGS_PATH, node_logs_handler};
 use crate::kubelet::server::pods::{pods_handler, running_pods_handler};
+use crate::kubelet::server::resource_metrics::{RESOURCE_METRICS_PATH, resource_metrics_handler};
 use crate::kubelet::server::streaming::{Verb, streaming_handler};
 use crate::kubelet::server::tls::TlsOptions;
 use crate::kubelet::server::{ServerError, main_server, read_only_server};
@@ -124,6 +125,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     let pods = kubelet.pods_provider();
     let container_logs = kubelet.container_logs();
     let streaming = kubelet.streaming();
+    let resource_usage = kubelet.resource_usage();
     let healthz = Healthz::new();
     let health = kubelet.sync_loop_health();
     healthz
@@ -142,6 +144,10 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     if c.enable_server {
         let mut router = main_router(&handlers, c.enable_debugging_handlers)?;
         router.handle("/pods", pods_handler(pods.clone()))?;
+        router.handle(
+            RESOURCE_METRICS_PATH,
+            resource_metrics_handler(resource_usage.clone()),
+        )?;
         if c.enable_debugging_handlers {
             router.handle("/runningpods/", running_pods_handler(pods.clone()))?;
             router.handle(CONTAINER_LOGS_PATH, container_logs_handler(container_logs))?;
@@ -161,6 +167,10 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     }
     let mut ro_router = read_only_router(&handlers)?;
     ro_router.handle("/pods", pods_handler(pods))?;
+    ro_router.handle(
+        RESOURCE_METRICS_PATH,
+        resource_metrics_handler(resource_usage),
+    )?;
     if let Some(ro) = read_only_server(c.address.clone(), c.read_only_port as u16, ro_router) {
         ro.bind().await?.start(p.tasks);
     }

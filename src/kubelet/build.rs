@@ -10,10 +10,11 @@
 
 pub mod adapters;
 pub mod api;
+pub mod eviction;
 pub mod services;
 
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +25,9 @@ use crate::features;
 use crate::kubelet::config::{FileSource, HttpSource, PodConfig, PodUpdates, SourcesReady};
 use crate::kubelet::container::{GcPolicy, PodCache, Runtime};
 use crate::kubelet::container_logs::KubeletContainerLogs;
+use crate::kubelet::eviction::{
+    EvictionConfig, EvictionDeps, EvictionManager, MemoryCgroup, RuntimeContainerGc,
+};
 use crate::kubelet::housekeeping::Housekeeping;
 use crate::kubelet::images::{
     CriImageFsStats, IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, ImageGcManager, ImageGcPolicy,
@@ -45,13 +49,14 @@ use crate::kubelet::prober::exec::CriCommandRunner;
 use crate::kubelet::prober::manager::{ProberDeps, ProberOptions, ResultStreams};
 use crate::kubelet::prober::probe::ProbeGates;
 use crate::kubelet::runtime_helper::{KubeletRuntimeHelper, RuntimeHelperConfig};
+use crate::kubelet::stats::NodeStatsProvider;
 use crate::kubelet::status::{ActiveDeadline, ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::streaming::KubeletStreaming;
 use crate::kubelet::sync_loop::admission::{Admission, PreemptFn, SoftAdmission, SysctlAllowlist};
 use crate::kubelet::sync_loop::container_deletor::{ContainerDeletor, ContainerDeletorTask};
 use crate::kubelet::sync_loop::fit::AdmissionNode;
 use crate::kubelet::sync_loop::runtime_state::RuntimeState;
-use crate::kubelet::sync_loop::{SyncLoop, SyncLoopMonitor};
+use crate::kubelet::sync_loop::{SyncLoop, SyncLoopMonitor, active_pods};
 use crate::kubelet::volumemanager::{VolumeManager, VolumeManagerDeps};
 use crate::util::backoff::Backoff;
 use crate::util::clock::Clock;
@@ -70,6 +75,8 @@ pub enum BuildError {
     ImageGc(String),
     #[error("failed to set up the API server parts: {0}")]
     Api(String),
+    #[error("failed to set up the eviction manager: {0}")]
+    Eviction(String),
 }
 
 /// What NewMainKubelet is given (the parts of Dependencies and run()).
@@ -109,6 +116,9 @@ pub struct Kubelet {
     pub runtime: Arc<dyn Runtime>,
     /// The CRI runtime service itself (container logs).
     pub runtime_service: Arc<dyn crate::cri::RuntimeService>,
+    pub eviction_manager: Arc<EvictionManager>,
+    /// Node, pod and container statistics (eviction, resource metrics).
+    pub stats: Arc<NodeStatsProvider>,
     pub pleg: Arc<GenericPleg>,
     pub pleg_events: EventStream,
     pub prober: ProberManager,
@@ -149,6 +159,14 @@ impl Kubelet {
             status_manager: self.status_manager.clone(),
             runtime: self.runtime_service.clone(),
             clock: self.clock.clone(),
+        })
+    }
+
+    /// What /metrics/resource reports.
+    pub fn resource_usage(&self) -> Arc<eviction::KubeletResourceUsage> {
+        Arc::new(eviction::KubeletResourceUsage {
+            stats: self.stats.clone(),
+            pod_manager: self.pod_manager.clone(),
         })
     }
 
@@ -303,6 +321,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         None => Arc::new(LoggingRecorder),
     };
     let recorder: Arc<dyn PodEventRecorder> = Arc::new(RecorderEvents(events.clone()));
+    let pressure = eviction::LatePressure::default();
     let mut api = match &api_clients {
         Some(a) => Some(
             api::build(
@@ -311,7 +330,10 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
                 &node_name,
                 &hostname,
                 &runtime_services,
-                container_manager.clone(),
+                api::NodeInputs {
+                    container_manager: container_manager.clone(),
+                    pressure: Arc::new(pressure.clone()),
+                },
                 clock.clone(),
             )
             .map_err(BuildError::Api)?,
@@ -602,6 +624,60 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         preempt: Some(preempt),
     });
 
+    let stats = eviction::stats_provider(
+        &node_name,
+        Path::new(&server.flags.root_directory),
+        &pod_logs_root,
+        &container_manager.get_pod_cgroup_root(),
+        c.cgroup_driver == "systemd",
+        &runtime_services,
+    )
+    .await
+    .map_err(|e| BuildError::Eviction(e.to_string()))?;
+    let mut eviction_config =
+        EvictionConfig::from_kubelet_config(c).map_err(|e| BuildError::Eviction(e.to_string()))?;
+    if eviction_config.kernel_memcg_notification {
+        let sc = stats.config();
+        if !sc.unified {
+            eviction_config.memory_cgroup = Some(MemoryCgroup {
+                mount: sc.memory_cgroup_mount.clone(),
+                pods_cgroup: sc.pods_cgroup.clone(),
+            });
+        }
+    }
+    let eviction_active = {
+        let (pm, workers, status) = (
+            pod_manager.clone(),
+            pod_workers.clone(),
+            status_manager.clone(),
+        );
+        Arc::new(move || active_pods(&pm, &workers, &status))
+    };
+    let cleaned_workers = pod_workers.clone();
+    let eviction_gc_ready = sources_ready.clone();
+    let eviction_manager = EvictionManager::new(
+        eviction_config,
+        EvictionDeps {
+            stats: stats.clone(),
+            killer: Arc::new(eviction::WorkersPodKiller(pod_workers.clone())),
+            image_gc: image_gc.clone(),
+            container_gc: Arc::new(RuntimeContainerGc::new(
+                runtime.clone(),
+                container_gc_policy,
+                Arc::new(move || eviction_gc_ready.all_ready()),
+            )),
+            recorder: events.clone(),
+            node_ref: node_ref(&node_name),
+            clock: clock.clone(),
+            active_pods: eviction_active,
+            pod_cleaned_up: Arc::new(move |pod: &k8s_openapi::api::core::v1::Pod| {
+                !cleaned_workers
+                    .could_have_running_containers(pod.metadata.uid.as_deref().unwrap_or_default())
+            }),
+        },
+    );
+    pressure.set(eviction_manager.clone());
+
     let (container_deletor, container_deletor_task) =
         ContainerDeletor::new(runtime.clone(), container_gc_policy.max_per_pod_container);
     let gc_backoff = crash_backoff.clone();
@@ -637,6 +713,8 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
 
     Ok(Kubelet {
         runtime_service: runtime_services.runtime.clone(),
+        eviction_manager,
+        stats,
         server,
         node_name,
         clock,

@@ -86,6 +86,8 @@ impl Kubelet {
         self.prober.start(tasks);
         self.pleg.start(tasks);
         self.pod_workers.start(tasks);
+        self.eviction_manager
+            .start(tasks, crate::kubelet::eviction::MONITORING_INTERVAL);
         self.spawn_garbage_collection(tasks);
         let dns = self.dns.clone();
         if !dns.resolver_config.is_empty() {

@@ -118,7 +118,10 @@ spec:
     // The node's own logs: /var/log as a listing.
     let (status, body) = https_get(&dirs, NODE, p.main, "/logs/").await;
     assert_eq!(status, 200);
-    assert!(body.starts_with("<pre>\n") && body.ends_with("</pre>\n"), "{body}");
+    assert!(
+        body.starts_with("<pre>\n") && body.ends_with("</pre>\n"),
+        "{body}"
+    );
 
     // Not there: Go's answers.
     let refusals: &[(String, u16, String)] = &[

@@ -124,6 +124,32 @@ spec:
     })
     .await;
 
+    // The resource metrics show the node, the pod and its container.
+    let (status, metrics) = tokio::task::spawn_blocking(move || {
+        http_get(p.read_only, "/metrics/resource").expect("metrics")
+    })
+    .await
+    .expect("join");
+    assert_eq!(status, 200);
+    for want in [
+        "\nnode_cpu_usage_seconds_total ",
+        "\nnode_memory_working_set_bytes ",
+        &format!("\npod_cpu_usage_seconds_total{{namespace=\"default\",pod=\"{pod}\"}} "),
+        &format!("\npod_memory_working_set_bytes{{namespace=\"default\",pod=\"{pod}\"}} "),
+        &format!(
+            "\ncontainer_cpu_usage_seconds_total{{container=\"main\",namespace=\"default\",pod=\"{pod}\"}} "
+        ),
+        &format!(
+            "\ncontainer_memory_working_set_bytes{{container=\"main\",namespace=\"default\",pod=\"{pod}\"}} "
+        ),
+        &format!(
+            "\ncontainer_start_time_seconds{{container=\"main\",namespace=\"default\",pod=\"{pod}\"}} "
+        ),
+        "\nscrape_error 0\n",
+    ] {
+        assert!(metrics.contains(want), "{want} in:\n{metrics}");
+    }
+
     // exec: stdout, stderr and the exit status on their channels.
     let mut ws = ws_connect(
         &dirs,

@@ -23,7 +23,7 @@ use crate::kubelet::configmap::ObjectManagers;
 use crate::kubelet::lifecycle::NodeGetter;
 use crate::kubelet::node_status::{NodeStatusDeps, NodeStatusManager, NodeStatusParams};
 use crate::kubelet::nodelease::LeaseController;
-use crate::kubelet::nodestatus::sources::{NoPressure, RuntimeInfo, VolumesInUse};
+use crate::kubelet::nodestatus::sources::{PressureSource, RuntimeInfo, VolumesInUse};
 use crate::kubelet::nodestatus::{RuntimeState as NodeRuntimeState, StatusSources};
 use crate::kubelet::pod::{BasicMirrorClient, PodManager, delete_orphaned_mirror_pods};
 use crate::kubelet::pod_workers::PodWorkers;
@@ -120,15 +120,27 @@ pub struct ApiKubelet {
 
 /// The first part of the build: everything that does not need the pod
 /// workers or the volume manager.
+/// What node status reads from the rest of the kubelet.
+pub struct NodeInputs {
+    /// Capacity, allocatable and the container manager's status.
+    pub container_manager: Arc<dyn ContainerManager>,
+    /// The pressure conditions (the eviction manager).
+    pub pressure: Arc<dyn PressureSource>,
+}
+
 pub fn build(
     api: &ApiClients,
     server: &KubeletServer,
     node_name: &str,
     hostname: &str,
     runtime_services: &RuntimeServices,
-    container_manager: Arc<dyn ContainerManager>,
+    node: NodeInputs,
     clock: Arc<dyn Clock>,
 ) -> Result<ApiKubelet, String> {
+    let NodeInputs {
+        container_manager,
+        pressure,
+    } = node;
     let c = &server.config;
     let clients = api.clients.clone();
     let runtime_info: Arc<dyn RuntimeInfo> =
@@ -143,7 +155,7 @@ pub fn build(
         api.machine_info.clone(),
         runtime_info.clone(),
         node_runtime_state.clone(),
-        Arc::new(NoPressure),
+        pressure,
         Arc::new(volumes.clone()),
         clock.clone(),
     );

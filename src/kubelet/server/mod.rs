@@ -17,6 +17,7 @@ pub mod logs;
 pub mod node_logs;
 pub mod pods;
 pub mod proxy;
+pub mod resource_metrics;
 pub mod router;
 pub mod streaming;
 pub mod tls;

@@ -14,8 +14,8 @@ pub use memory::{
     MemoryReadError, cgroup_memory_limit, cgroup_v1_working_set, cgroup_v2_working_set,
     read_meminfo, read_memory_stat, unified_root_working_set,
 };
-pub use resource::{ContainerUsage, CpuMemory, PodUsage, ResourceUsage, cgroup_cpu_usage_ns};
 pub use provider::{NodeStatsProvider, NodeStatsProviderConfig, StatsError, StatsProvider};
+pub use resource::{ContainerUsage, CpuMemory, PodUsage, ResourceUsage, cgroup_cpu_usage_ns};
 pub use types::{
     ContainerStats, FsStats, MemoryStats, NodeStats, PodStats, ProcessStats, RlimitStats, Summary,
     VolumeStats,

@@ -101,7 +101,11 @@ impl NodeStatsProviderConfig {
             memory_cgroup_mount: memory.to_path_buf(),
             pids_cgroup_mount: subsystems.mount_point("pids").map(Path::to_path_buf),
             cpu_cgroup_mount: subsystems
-                .mount_point(if subsystems.is_unified() { "cpu" } else { "cpuacct" })
+                .mount_point(if subsystems.is_unified() {
+                    "cpu"
+                } else {
+                    "cpuacct"
+                })
                 .map(Path::to_path_buf),
             unified: subsystems.is_unified(),
             pods_cgroup: pods_cgroup

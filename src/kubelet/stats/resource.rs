@@ -11,8 +11,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::memory::{MemoryReadError, cgroup_v1_working_set, cgroup_v2_working_set, read_memory_stat};
-use super::provider::{NodeStatsProvider, NodeStatsProviderConfig, StatsError, pod_cgroup_candidates};
+use super::memory::{
+    MemoryReadError, cgroup_v1_working_set, cgroup_v2_working_set, read_memory_stat,
+};
+use super::provider::{
+    NodeStatsProvider, NodeStatsProviderConfig, StatsError, pod_cgroup_candidates,
+};
 use crate::cri::api;
 use crate::kubelet::kuberuntime::labels::{
     KUBERNETES_CONTAINER_NAME_LABEL, KUBERNETES_POD_NAME_LABEL, KUBERNETES_POD_NAMESPACE_LABEL,
@@ -111,7 +115,11 @@ fn node_usage(config: &NodeStatsProviderConfig, now: SystemTime) -> CpuMemory {
     }
 }
 
-fn pod_usage(config: &NodeStatsProviderConfig, pods: &[Arc<Pod>], now: SystemTime) -> Vec<PodUsage> {
+fn pod_usage(
+    config: &NodeStatsProviderConfig,
+    pods: &[Arc<Pod>],
+    now: SystemTime,
+) -> Vec<PodUsage> {
     let mut out = Vec::new();
     for pod in pods {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
@@ -152,8 +160,10 @@ impl NodeStatsProvider {
                     ..Default::default()
                 }))
                 .await?;
-            let created: HashMap<String, i64> =
-                running.iter().map(|c| (c.id.clone(), c.created_at)).collect();
+            let created: HashMap<String, i64> = running
+                .iter()
+                .map(|c| (c.id.clone(), c.created_at))
+                .collect();
             for s in runtime.list_container_stats(None).await? {
                 let Some(attrs) = s.attributes.as_ref() else {
                     continue;
@@ -194,7 +204,8 @@ impl NodeStatsProvider {
         })
         .await
         .map_err(|e| StatsError::Other(format!("stats task: {e}")))?;
-        containers.sort_by(|a, b| (&a.namespace, &a.pod, &a.name).cmp(&(&b.namespace, &b.pod, &b.name)));
+        containers
+            .sort_by(|a, b| (&a.namespace, &a.pod, &a.name).cmp(&(&b.namespace, &b.pod, &b.name)));
         Ok(ResourceUsage {
             node: Some(node),
             pods: pod_list,
@@ -224,11 +235,16 @@ mod tests {
 
     #[test]
     fn this_machine_reports_node_cpu_and_memory() {
-        let Ok(config) = NodeStatsProviderConfig::detect("n", Path::new("/"), Path::new("/kubepods"), false) else {
+        let Ok(config) =
+            NodeStatsProviderConfig::detect("n", Path::new("/"), Path::new("/kubepods"), false)
+        else {
             return;
         };
         let usage = node_usage(&config, SystemTime::now());
         assert!(usage.cpu_usage_ns.is_some_and(|n| n > 0), "{usage:?}");
-        assert!(usage.memory_working_set_bytes.is_some_and(|n| n > 0), "{usage:?}");
+        assert!(
+            usage.memory_working_set_bytes.is_some_and(|n| n > 0),
+            "{usage:?}"
+        );
     }
 }
