@@ -365,6 +365,22 @@ async fn api_mode_end_to_end() {
         .await;
     api.put(&pod(&ns, "bad", &node, "sleep 2; exit 3", "Never", 30))
         .await;
+    // A pod that fills its emptyDir past the sizeLimit: the eviction
+    // manager's local storage check fails it (looked at further down).
+    let mut hog = serde_json::to_value(pod(
+        &ns,
+        "hog",
+        &node,
+        "dd if=/dev/zero of=/cache/fill bs=1024 count=2048; sleep 3600",
+        "Always",
+        1,
+    ))
+    .expect("json");
+    hog["spec"]["volumes"] = json!([{"name": "cache", "emptyDir": {"sizeLimit": "1Mi"}}]);
+    hog["spec"]["containers"][0]["volumeMounts"] =
+        json!([{"name": "cache", "mountPath": "/cache"}]);
+    api.put(&serde_json::from_value::<Pod>(hog).expect("pod"))
+        .await;
     let (seen, running, ok) = watch_phases(&api, &ns, "ok", "Succeeded").await;
     assert!(seen.contains(&"Running".to_string()), "ok phases {seen:?}");
     assert_eq!(
@@ -415,6 +431,23 @@ async fn api_mode_end_to_end() {
             "{name}"
         );
     }
+
+    // Eviction: the emptyDir past its limit fails the pod with Go's reason
+    // and message, and an Evicted event.
+    let hog = api
+        .wait_for::<Pod>(Some(&ns), "hog", Duration::from_secs(90), |p| {
+            phase(p) == "Failed"
+        })
+        .await;
+    let st = hog.status.clone().unwrap_or_default();
+    assert_eq!(st.reason.as_deref(), Some("Evicted"), "{st:?}");
+    assert!(
+        st.message.as_deref().is_some_and(
+            |m| m.starts_with("Usage of EmptyDir volume \"cache\" exceeds the limit \"1Mi\".")
+        ),
+        "{st:?}"
+    );
+    wait_events(&api, &ns, "Pod", "hog", &["Evicted"]).await;
 
     // ConfigMap env and volume, service variables, and a projected service
     // account token.
