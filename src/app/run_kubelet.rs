@@ -23,6 +23,7 @@ use crate::kubelet::server::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
 use crate::kubelet::server::node_logs::{NODE_LOG_DIR, NODE_LOGS_PATH, node_logs_handler};
 use crate::kubelet::server::pods::{pods_handler, running_pods_handler};
 use crate::kubelet::server::resource_metrics::{RESOURCE_METRICS_PATH, resource_metrics_handler};
+use crate::kubelet::server::stats_summary::{STATS_SUMMARY_PATH, stats_summary_handler};
 use crate::kubelet::server::streaming::{Verb, streaming_handler};
 use crate::kubelet::server::tls::TlsOptions;
 use crate::kubelet::server::{ServerError, main_server, read_only_server};
@@ -148,6 +149,10 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
             RESOURCE_METRICS_PATH,
             resource_metrics_handler(resource_usage.clone()),
         )?;
+        router.handle(
+            STATS_SUMMARY_PATH,
+            stats_summary_handler(resource_usage.clone()),
+        )?;
         if c.enable_debugging_handlers {
             router.handle("/runningpods/", running_pods_handler(pods.clone()))?;
             router.handle(CONTAINER_LOGS_PATH, container_logs_handler(container_logs))?;
@@ -169,8 +174,9 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     ro_router.handle("/pods", pods_handler(pods))?;
     ro_router.handle(
         RESOURCE_METRICS_PATH,
-        resource_metrics_handler(resource_usage),
+        resource_metrics_handler(resource_usage.clone()),
     )?;
+    ro_router.handle(STATS_SUMMARY_PATH, stats_summary_handler(resource_usage))?;
     if let Some(ro) = read_only_server(c.address.clone(), c.read_only_port as u16, ro_router) {
         ro.bind().await?.start(p.tasks);
     }

@@ -167,6 +167,7 @@ impl Kubelet {
         Arc::new(eviction::KubeletResourceUsage {
             stats: self.stats.clone(),
             pod_manager: self.pod_manager.clone(),
+            rates: Default::default(),
         })
     }
 

@@ -150,6 +150,34 @@ spec:
         assert!(metrics.contains(want), "{want} in:\n{metrics}");
     }
 
+    // The stats summary: the node's filesystems and the pod's containers.
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        http_get(p.read_only, "/stats/summary").expect("summary")
+    })
+    .await
+    .expect("join");
+    assert_eq!(status, 200);
+    let summary: serde_json::Value = serde_json::from_str(&body).expect("summary JSON");
+    assert_eq!(summary["node"]["nodeName"], NODE);
+    assert!(
+        summary["node"]["fs"]["capacityBytes"]
+            .as_u64()
+            .is_some_and(|b| b > 0),
+        "{summary}"
+    );
+    assert!(
+        summary["node"]["cpu"]["usageCoreNanoSeconds"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{summary}"
+    );
+    let web = summary["pods"]
+        .as_array()
+        .and_then(|pods| pods.iter().find(|p| p["podRef"]["name"] == pod))
+        .expect("the pod in the summary");
+    assert_eq!(web["containers"][0]["name"], "main", "{web}");
+    assert!(web["memory"]["workingSetBytes"].as_u64().is_some(), "{web}");
+
     // exec: stdout, stderr and the exit status on their channels.
     let mut ws = ws_connect(
         &dirs,

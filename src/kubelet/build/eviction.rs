@@ -103,11 +103,32 @@ pub async fn stats_provider(
     )))
 }
 
-/// The resource metrics' numbers: the stats provider over the pod
-/// manager's pods.
+/// The resource metrics' numbers and the stats summary: the stats
+/// provider over the pod manager's pods.
 pub struct KubeletResourceUsage {
     pub stats: Arc<NodeStatsProvider>,
     pub pod_manager: Arc<crate::kubelet::pod::PodManager>,
+    pub rates: crate::kubelet::stats::CpuRates,
+}
+
+#[async_trait]
+impl crate::kubelet::server::stats_summary::SummarySource for KubeletResourceUsage {
+    async fn summary(&self, only_cpu_and_memory: bool) -> Result<serde_json::Value, String> {
+        use crate::kubelet::stats::StatsProvider;
+        let pods = self.pod_manager.get_pods();
+        let summary = self.stats.summary(&pods).await.map_err(|e| e.to_string())?;
+        let usage = self
+            .stats
+            .resource_usage(&pods)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(crate::kubelet::stats::summary_json(
+            &summary,
+            &usage,
+            &self.rates,
+            only_cpu_and_memory,
+        ))
+    }
 }
 
 #[async_trait]

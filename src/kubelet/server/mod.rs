@@ -19,6 +19,7 @@ pub mod pods;
 pub mod proxy;
 pub mod resource_metrics;
 pub mod router;
+pub mod stats_summary;
 pub mod streaming;
 pub mod tls;
 

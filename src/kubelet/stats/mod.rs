@@ -7,6 +7,7 @@ mod fsusage;
 mod memory;
 mod provider;
 mod resource;
+mod summary_json;
 mod types;
 
 pub use fsusage::{FsUsageError, dir_fs_stats, dir_usage, statfs_usage};
@@ -16,6 +17,7 @@ pub use memory::{
 };
 pub use provider::{NodeStatsProvider, NodeStatsProviderConfig, StatsError, StatsProvider};
 pub use resource::{ContainerUsage, CpuMemory, PodUsage, ResourceUsage, cgroup_cpu_usage_ns};
+pub use summary_json::{CpuRates, summary_json};
 pub use types::{
     ContainerStats, FsStats, MemoryStats, NodeStats, PodStats, ProcessStats, RlimitStats, Summary,
     VolumeStats,
