@@ -40,12 +40,8 @@ const ENSURE_STATE_INTERVAL: Duration = Duration::from_secs(60);
 const PERIODIC_TASKS_INTERVAL: Duration = Duration::from_secs(300);
 const NODE_ALLOCATABLE_RETRY: Duration = Duration::from_secs(60);
 
-/// Event type, as the API spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
+/// Event type (the kubelet's).
+pub use crate::kubelet::events::EventType;
 
 /// Where the container manager reports events about the node.
 pub trait NodeEventRecorder: Send + Sync + 'static {

@@ -25,6 +25,7 @@ use crate::features;
 use crate::kubelet::config::{FileSource, HttpSource, PodConfig, PodUpdates, SourcesReady};
 use crate::kubelet::container::{GcPolicy, PodCache, Runtime};
 use crate::kubelet::container_logs::KubeletContainerLogs;
+use crate::kubelet::events::{EventRecorder, LoggingRecorder};
 use crate::kubelet::eviction::{
     EvictionConfig, EvictionDeps, EvictionManager, MemoryCgroup, RuntimeContainerGc,
 };
@@ -44,7 +45,6 @@ use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_sync::{NoSecretManager, PodSyncer, PodVolumes, ProbeManager};
 use crate::kubelet::pod_workers::{PodEventRecorder, PodWorkers, PodWorkersConfig, WorkQueue};
 use crate::kubelet::prober::ProberManager;
-use crate::kubelet::prober::events::{EventRecorder, LoggingRecorder};
 use crate::kubelet::prober::exec::CriCommandRunner;
 use crate::kubelet::prober::manager::{ProberDeps, ProberOptions, ResultStreams};
 use crate::kubelet::prober::probe::ProbeGates;

@@ -11,15 +11,15 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
 use crate::cm::ResourceList;
 use crate::kubelet::container::{Runtime, format_pod};
+use crate::kubelet::events::EventRecorder;
+use crate::kubelet::events::pod_ref;
 use crate::kubelet::kuberuntime::VolumeMap;
-use crate::kubelet::kuberuntime::events::pod_ref;
 use crate::kubelet::pod::PodManager;
 use crate::kubelet::pod_sync::{PodVolumes, ProbeManager};
 use crate::kubelet::pod_workers::{
     EventType, PodEventRecorder, PodWorkers, running_pod_to_api_pod,
 };
 use crate::kubelet::prober::ProberManager;
-use crate::kubelet::prober::events::{EventRecorder, EventType as RecorderEventType};
 use crate::kubelet::prober::status::PodStatusProvider;
 use crate::kubelet::server::pods::PodsProvider;
 use crate::kubelet::status::{ApiPodStatus, ContainerProbeStatus, StatusManager};
@@ -138,11 +138,7 @@ pub struct RecorderEvents(pub Arc<dyn EventRecorder>);
 
 impl PodEventRecorder for RecorderEvents {
     fn pod_event(&self, pod: &Pod, event_type: EventType, reason: &str, message: &str) {
-        let t = match event_type {
-            EventType::Normal => RecorderEventType::Normal,
-            EventType::Warning => RecorderEventType::Warning,
-        };
-        self.0.event(&pod_ref(pod), t, reason, message);
+        self.0.event(&pod_ref(pod), event_type, reason, message);
     }
 }
 

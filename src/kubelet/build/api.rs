@@ -20,6 +20,7 @@ use crate::kubelet::client::KubeClients;
 use crate::kubelet::config::SourcesReady;
 use crate::kubelet::config::apiserver::ApiserverSource;
 use crate::kubelet::configmap::ObjectManagers;
+use crate::kubelet::events::EventRecorder;
 use crate::kubelet::lifecycle::NodeGetter;
 use crate::kubelet::node_status::{NodeStatusDeps, NodeStatusManager, NodeStatusParams};
 use crate::kubelet::nodelease::LeaseController;
@@ -27,7 +28,6 @@ use crate::kubelet::nodestatus::sources::{PressureSource, RuntimeInfo, VolumesIn
 use crate::kubelet::nodestatus::{RuntimeState as NodeRuntimeState, StatusSources};
 use crate::kubelet::pod::{BasicMirrorClient, PodManager, delete_orphaned_mirror_pods};
 use crate::kubelet::pod_workers::PodWorkers;
-use crate::kubelet::prober::events::EventRecorder;
 use crate::kubelet::status::StatusManager;
 use crate::kubelet::status::sync::{ReclaimChecks, StatusSyncer};
 use crate::kubelet::types::is_static_pod;

@@ -23,9 +23,29 @@ use k8s_openapi::api::core::v1::ObjectReference;
 /// The component events are recorded as.
 pub const COMPONENT_KUBELET: &str = "kubelet";
 
-/// The recorder seam and event type are the ones the prober and the
-/// runtime manager already record through: one trait for every module.
-pub use crate::kubelet::prober::events::{EventRecorder, EventType};
+/// The `type` of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    /// The API spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// Records an event about an object: the one recorder seam every module
+/// (prober, runtime and image managers, pod workers, container manager,
+/// eviction) records through.
+pub trait EventRecorder: Send + Sync + 'static {
+    fn event(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str);
+}
 
 /// Logs an event as the kubelet's structured event logging does (V(3)).
 pub(crate) fn log_event(
@@ -95,11 +115,7 @@ impl NodeEvents {
 }
 
 impl crate::cm::NodeEventRecorder for NodeEvents {
-    fn node_event(&self, event_type: crate::cm::EventType, reason: &str, message: &str) {
-        let t = match event_type {
-            crate::cm::EventType::Normal => EventType::Normal,
-            crate::cm::EventType::Warning => EventType::Warning,
-        };
-        self.event(t, reason, message);
+    fn node_event(&self, event_type: EventType, reason: &str, message: &str) {
+        self.event(event_type, reason, message);
     }
 }

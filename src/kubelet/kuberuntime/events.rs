@@ -2,11 +2,9 @@
 //! their containers (Go's pkg/kubelet/events reasons), through the same
 //! recorder seam the prober uses.
 
-use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-
-/// One recorder seam for every pod event (shared with the prober).
-pub use crate::kubelet::prober::events::{
-    EventRecorder, EventType, LoggingRecorder as LoggingEventRecorder, container_ref,
+/// The kubelet's one recorder seam and references (kubelet::events).
+pub use crate::kubelet::events::{
+    EventRecorder, EventType, LoggingRecorder as LoggingEventRecorder, container_ref, pod_ref,
 };
 
 /// Event reasons (pkg/kubelet/events).
@@ -32,23 +30,11 @@ pub mod reasons {
     pub const FREE_DISK_SPACE_FAILED: &str = "FreeDiskSpaceFailed";
 }
 
-/// A reference to the pod itself.
-pub fn pod_ref(pod: &Pod) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        name: pod.metadata.name.clone(),
-        namespace: pod.metadata.namespace.clone(),
-        uid: pod.metadata.uid.clone(),
-        resource_version: pod.metadata.resource_version.clone(),
-        field_path: None,
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod testing {
     //! A recorder that keeps what it was given, for unit tests.
     use super::*;
+    use k8s_openapi::api::core::v1::ObjectReference;
     use std::sync::Mutex;
 
     #[derive(Debug, Clone, PartialEq)]
@@ -94,30 +80,5 @@ pub(crate) mod testing {
                 });
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pod_ref_names_the_pod() {
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7"}
-        }))
-        .expect("pod");
-        let r = pod_ref(&pod);
-        assert_eq!(
-            (
-                r.kind.as_deref(),
-                r.name.as_deref(),
-                r.namespace.as_deref(),
-                r.uid.as_deref()
-            ),
-            (Some("Pod"), Some("p"), Some("ns"), Some("u"))
-        );
-        assert_eq!(r.resource_version.as_deref(), Some("7"));
-        assert!(r.field_path.is_none());
     }
 }

@@ -4,8 +4,8 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-pub use crate::cm::EventType;
 use crate::kubelet::container::format_pod;
+pub use crate::kubelet::events::EventType;
 
 /// Event reasons used by the pod lifecycle.
 pub mod reasons {
