@@ -3,18 +3,19 @@
 //! is an error unless the volume is optional (then the volume is empty).
 //! Remounted on every pod resync so updates reach the files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, ConfigMapVolumeSource, Pod, Volume};
 
+use crate::volume::atomic_plugin::{AtomicKind, AtomicPlugin};
 use crate::volume::atomic_volume::AtomicVolume;
 use crate::volume::error::VolumeError;
 use crate::volume::host::VolumeHost;
 use crate::volume::payload::config_map_payload;
-use crate::volume::plugin::{Mounter, Unmounter, VolumePlugin};
-use crate::volume::spec::{Attributes, MounterArgs, Spec};
+use crate::volume::plugin::{Mounter, Unmounter};
+use crate::volume::spec::{Attributes, MounterArgs};
 
 pub const CONFIG_MAP_PLUGIN_NAME: &str = "kubernetes.io/configmap";
 
@@ -25,77 +26,36 @@ pub(crate) const PROJECTING_ATTRIBUTES: Attributes = Attributes {
     selinux_relabel: true,
 };
 
+/// The config map kind of atomic-writer volume.
+pub struct ConfigMapKind;
+
 /// The plugin.
-pub struct ConfigMapPlugin {
-    host: Arc<VolumeHost>,
-}
+pub type ConfigMapPlugin = AtomicPlugin<ConfigMapKind>;
 
-impl ConfigMapPlugin {
-    pub fn new(host: Arc<VolumeHost>) -> Self {
-        ConfigMapPlugin { host }
-    }
-}
+impl AtomicKind for ConfigMapKind {
+    const PLUGIN_NAME: &'static str = CONFIG_MAP_PLUGIN_NAME;
+    const WHAT: &'static str = "a configMap";
+    const MEMORY: bool = false;
+    type Source = ConfigMapVolumeSource;
 
-fn uid(pod: &Pod) -> String {
-    pod.metadata.uid.clone().unwrap_or_default()
-}
-
-impl VolumePlugin for ConfigMapPlugin {
-    fn name(&self) -> &'static str {
-        CONFIG_MAP_PLUGIN_NAME
+    fn source(volume: &Volume) -> Option<&ConfigMapVolumeSource> {
+        volume.config_map.as_ref()
     }
 
-    fn can_support(&self, spec: &Spec) -> bool {
-        spec.volume.config_map.is_some()
+    fn mounter(
+        vol: AtomicVolume,
+        source: ConfigMapVolumeSource,
+        pod: Arc<Pod>,
+    ) -> Arc<dyn Mounter> {
+        Arc::new(ConfigMapMounter { vol, source, pod })
     }
 
-    fn requires_remount(&self, _spec: &Spec) -> bool {
-        true
-    }
-
-    fn new_mounter(&self, spec: &Spec, pod: &Arc<Pod>) -> Result<Arc<dyn Mounter>, VolumeError> {
-        let source = spec
-            .volume
-            .config_map
-            .clone()
-            .ok_or(VolumeError::WrongSpec("a configMap"))?;
-        Ok(Arc::new(ConfigMapMounter {
-            vol: AtomicVolume::new(
-                self.host.clone(),
-                CONFIG_MAP_PLUGIN_NAME,
-                spec.name(),
-                &uid(pod),
-                false,
-            ),
-            source,
-            pod: pod.clone(),
-        }))
-    }
-
-    fn new_unmounter(
-        &self,
-        volume_name: &str,
-        pod_uid: &str,
-    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
-        Ok(Arc::new(AtomicUnmounter(AtomicVolume::new(
-            self.host.clone(),
-            CONFIG_MAP_PLUGIN_NAME,
-            volume_name,
-            pod_uid,
-            false,
-        ))))
-    }
-
-    fn construct_volume_spec(
-        &self,
-        volume_name: &str,
-        _mount_path: &Path,
-    ) -> Result<Spec, VolumeError> {
-        Ok(Spec::from_volume(Volume {
+    fn reconstructed(volume_name: &str) -> Volume {
+        Volume {
             name: volume_name.to_string(),
             config_map: Some(ConfigMapVolumeSource::default()),
             ..Default::default()
-        }))
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! allocatable) as files through the atomic writer, in a tmpfs. Remounted
 //! on pod updates so label and annotation changes reach the files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -14,83 +14,47 @@ use crate::kubelet::envvars::fieldpath::extract_field_path_as_string;
 use crate::kubelet::envvars::resource::{
     extract_container_resource_value, merge_container_resource_limits,
 };
+use crate::volume::atomic_plugin::{AtomicKind, AtomicPlugin};
 use crate::volume::atomic_volume::AtomicVolume;
-use crate::volume::configmap::{AtomicUnmounter, PROJECTING_ATTRIBUTES};
+use crate::volume::configmap::PROJECTING_ATTRIBUTES;
 use crate::volume::error::VolumeError;
 use crate::volume::host::VolumeHost;
-use crate::volume::plugin::{Mounter, Unmounter, VolumePlugin};
-use crate::volume::spec::{Attributes, MounterArgs, Spec};
+use crate::volume::plugin::Mounter;
+use crate::volume::spec::{Attributes, MounterArgs};
 use crate::volume::util::atomic_writer::{FileProjection, Payload};
 
 pub const DOWNWARD_API_PLUGIN_NAME: &str = "kubernetes.io/downward-api";
 
+/// The downward api kind of atomic-writer volume.
+pub struct DownwardApiKind;
+
 /// The plugin.
-pub struct DownwardApiPlugin {
-    host: Arc<VolumeHost>,
-}
+pub type DownwardApiPlugin = AtomicPlugin<DownwardApiKind>;
 
-impl DownwardApiPlugin {
-    pub fn new(host: Arc<VolumeHost>) -> Self {
-        DownwardApiPlugin { host }
-    }
-}
+impl AtomicKind for DownwardApiKind {
+    const PLUGIN_NAME: &'static str = DOWNWARD_API_PLUGIN_NAME;
+    const WHAT: &'static str = "a DownwardAPI";
+    const MEMORY: bool = true;
+    type Source = DownwardAPIVolumeSource;
 
-impl VolumePlugin for DownwardApiPlugin {
-    fn name(&self) -> &'static str {
-        DOWNWARD_API_PLUGIN_NAME
+    fn source(volume: &Volume) -> Option<&DownwardAPIVolumeSource> {
+        volume.downward_api.as_ref()
     }
 
-    fn can_support(&self, spec: &Spec) -> bool {
-        spec.volume.downward_api.is_some()
+    fn mounter(
+        vol: AtomicVolume,
+        source: DownwardAPIVolumeSource,
+        pod: Arc<Pod>,
+    ) -> Arc<dyn Mounter> {
+        Arc::new(DownwardApiMounter { vol, source, pod })
     }
 
-    fn requires_remount(&self, _spec: &Spec) -> bool {
-        true
-    }
-
-    fn new_mounter(&self, spec: &Spec, pod: &Arc<Pod>) -> Result<Arc<dyn Mounter>, VolumeError> {
-        let source = spec
-            .volume
-            .downward_api
-            .clone()
-            .ok_or(VolumeError::WrongSpec("a DownwardAPI"))?;
-        Ok(Arc::new(DownwardApiMounter {
-            vol: AtomicVolume::new(
-                self.host.clone(),
-                DOWNWARD_API_PLUGIN_NAME,
-                spec.name(),
-                pod.metadata.uid.as_deref().unwrap_or_default(),
-                true,
-            ),
-            source,
-            pod: pod.clone(),
-        }))
-    }
-
-    fn new_unmounter(
-        &self,
-        volume_name: &str,
-        pod_uid: &str,
-    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
-        Ok(Arc::new(AtomicUnmounter(AtomicVolume::new(
-            self.host.clone(),
-            DOWNWARD_API_PLUGIN_NAME,
-            volume_name,
-            pod_uid,
-            true,
-        ))))
-    }
-
-    fn construct_volume_spec(
-        &self,
-        volume_name: &str,
-        _mount_path: &Path,
-    ) -> Result<Spec, VolumeError> {
-        Ok(Spec::from_volume(Volume {
+    fn reconstructed(volume_name: &str) -> Volume {
+        Volume {
             name: volume_name.to_string(),
             downward_api: Some(DownwardAPIVolumeSource::default()),
             ..Default::default()
-        }))
+        }
     }
 }
 

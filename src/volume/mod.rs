@@ -8,6 +8,7 @@
 //! [`util`]; subPath bind mounts in [`subpath`]. Plugins reach the kubelet
 //! only through [`host::VolumeHost`].
 
+pub mod atomic_plugin;
 pub mod atomic_volume;
 pub mod configmap;
 pub mod downwardapi;

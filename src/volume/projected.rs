@@ -7,93 +7,60 @@
 //! defaultMode. Needs API access: without a token manager SetUp fails as
 //! the Go kubelet's does without a client.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Pod, ProjectedVolumeSource, Volume};
 
+use crate::volume::atomic_plugin::{AtomicKind, AtomicPlugin};
 use crate::volume::atomic_volume::AtomicVolume;
 use crate::volume::configmap::{PROJECTING_ATTRIBUTES, get_config_map};
 use crate::volume::downwardapi::collect_data;
 use crate::volume::error::VolumeError;
-use crate::volume::host::VolumeHost;
 use crate::volume::payload::{config_map_payload, secret_payload};
-use crate::volume::plugin::{Mounter, Unmounter, VolumePlugin};
+use crate::volume::plugin::{Mounter, Unmounter};
 use crate::volume::secret::get_secret;
-use crate::volume::spec::{Attributes, MounterArgs, Spec};
+use crate::volume::spec::{Attributes, MounterArgs};
 use crate::volume::util::atomic_writer::{FileProjection, Payload};
 
 pub const PROJECTED_PLUGIN_NAME: &str = "kubernetes.io/projected";
 
+/// The projected kind of atomic-writer volume.
+pub struct ProjectedKind;
+
 /// The plugin.
-pub struct ProjectedPlugin {
-    host: Arc<VolumeHost>,
-}
+pub type ProjectedPlugin = AtomicPlugin<ProjectedKind>;
 
-impl ProjectedPlugin {
-    pub fn new(host: Arc<VolumeHost>) -> Self {
-        ProjectedPlugin { host }
-    }
-}
+impl AtomicKind for ProjectedKind {
+    const PLUGIN_NAME: &'static str = PROJECTED_PLUGIN_NAME;
+    const WHAT: &'static str = "a projected";
+    const MEMORY: bool = true;
+    type Source = ProjectedVolumeSource;
 
-impl VolumePlugin for ProjectedPlugin {
-    fn name(&self) -> &'static str {
-        PROJECTED_PLUGIN_NAME
+    fn source(volume: &Volume) -> Option<&ProjectedVolumeSource> {
+        volume.projected.as_ref()
     }
 
-    fn can_support(&self, spec: &Spec) -> bool {
-        spec.volume.projected.is_some()
+    fn mounter(
+        vol: AtomicVolume,
+        source: ProjectedVolumeSource,
+        pod: Arc<Pod>,
+    ) -> Arc<dyn Mounter> {
+        Arc::new(ProjectedMounter { vol, source, pod })
     }
 
-    fn requires_remount(&self, _spec: &Spec) -> bool {
-        true
+    fn unmounter(vol: AtomicVolume) -> Arc<dyn Unmounter> {
+        Arc::new(ProjectedUnmounter(vol))
     }
 
-    fn new_mounter(&self, spec: &Spec, pod: &Arc<Pod>) -> Result<Arc<dyn Mounter>, VolumeError> {
-        let source = spec
-            .volume
-            .projected
-            .clone()
-            .ok_or(VolumeError::WrongSpec("a projected"))?;
-        Ok(Arc::new(ProjectedMounter {
-            vol: AtomicVolume::new(
-                self.host.clone(),
-                PROJECTED_PLUGIN_NAME,
-                spec.name(),
-                pod.metadata.uid.as_deref().unwrap_or_default(),
-                true,
-            ),
-            source,
-            pod: pod.clone(),
-        }))
-    }
-
-    fn new_unmounter(
-        &self,
-        volume_name: &str,
-        pod_uid: &str,
-    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
-        Ok(Arc::new(ProjectedUnmounter(AtomicVolume::new(
-            self.host.clone(),
-            PROJECTED_PLUGIN_NAME,
-            volume_name,
-            pod_uid,
-            true,
-        ))))
-    }
-
-    fn construct_volume_spec(
-        &self,
-        volume_name: &str,
-        _mount_path: &Path,
-    ) -> Result<Spec, VolumeError> {
-        Ok(Spec::from_volume(Volume {
+    fn reconstructed(volume_name: &str) -> Volume {
+        Volume {
             name: volume_name.to_string(),
             projected: Some(ProjectedVolumeSource::default()),
             ..Default::default()
-        }))
+        }
     }
 }
 

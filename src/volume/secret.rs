@@ -1,92 +1,52 @@
 //! secret volumes (pkg/volume/secret): the Secret's keys as files through
 //! the atomic writer, in a tmpfs so they never reach the node's disk.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Pod, Secret, SecretVolumeSource, Volume};
 
+use crate::volume::atomic_plugin::{AtomicKind, AtomicPlugin};
 use crate::volume::atomic_volume::AtomicVolume;
-use crate::volume::configmap::{AtomicUnmounter, PROJECTING_ATTRIBUTES};
+use crate::volume::configmap::PROJECTING_ATTRIBUTES;
 use crate::volume::error::VolumeError;
 use crate::volume::host::VolumeHost;
 use crate::volume::payload::secret_payload;
-use crate::volume::plugin::{Mounter, Unmounter, VolumePlugin};
-use crate::volume::spec::{Attributes, MounterArgs, Spec};
+use crate::volume::plugin::Mounter;
+use crate::volume::spec::{Attributes, MounterArgs};
 
 pub const SECRET_PLUGIN_NAME: &str = "kubernetes.io/secret";
 
+/// The secret kind of atomic-writer volume.
+pub struct SecretKind;
+
 /// The plugin.
-pub struct SecretPlugin {
-    host: Arc<VolumeHost>,
-}
+pub type SecretPlugin = AtomicPlugin<SecretKind>;
 
-impl SecretPlugin {
-    pub fn new(host: Arc<VolumeHost>) -> Self {
-        SecretPlugin { host }
-    }
-}
+impl AtomicKind for SecretKind {
+    const PLUGIN_NAME: &'static str = SECRET_PLUGIN_NAME;
+    const WHAT: &'static str = "a secret";
+    const MEMORY: bool = true;
+    type Source = SecretVolumeSource;
 
-impl VolumePlugin for SecretPlugin {
-    fn name(&self) -> &'static str {
-        SECRET_PLUGIN_NAME
+    fn source(volume: &Volume) -> Option<&SecretVolumeSource> {
+        volume.secret.as_ref()
     }
 
-    fn can_support(&self, spec: &Spec) -> bool {
-        spec.volume.secret.is_some()
+    fn mounter(vol: AtomicVolume, source: SecretVolumeSource, pod: Arc<Pod>) -> Arc<dyn Mounter> {
+        Arc::new(SecretMounter { vol, source, pod })
     }
 
-    fn requires_remount(&self, _spec: &Spec) -> bool {
-        true
-    }
-
-    fn new_mounter(&self, spec: &Spec, pod: &Arc<Pod>) -> Result<Arc<dyn Mounter>, VolumeError> {
-        let source = spec
-            .volume
-            .secret
-            .clone()
-            .ok_or(VolumeError::WrongSpec("a secret"))?;
-        Ok(Arc::new(SecretMounter {
-            vol: AtomicVolume::new(
-                self.host.clone(),
-                SECRET_PLUGIN_NAME,
-                spec.name(),
-                pod.metadata.uid.as_deref().unwrap_or_default(),
-                true,
-            ),
-            source,
-            pod: pod.clone(),
-        }))
-    }
-
-    fn new_unmounter(
-        &self,
-        volume_name: &str,
-        pod_uid: &str,
-    ) -> Result<Arc<dyn Unmounter>, VolumeError> {
-        Ok(Arc::new(AtomicUnmounter(AtomicVolume::new(
-            self.host.clone(),
-            SECRET_PLUGIN_NAME,
-            volume_name,
-            pod_uid,
-            true,
-        ))))
-    }
-
-    fn construct_volume_spec(
-        &self,
-        volume_name: &str,
-        _mount_path: &Path,
-    ) -> Result<Spec, VolumeError> {
-        Ok(Spec::from_volume(Volume {
+    fn reconstructed(volume_name: &str) -> Volume {
+        Volume {
             name: volume_name.to_string(),
             secret: Some(SecretVolumeSource {
                 secret_name: Some(volume_name.to_string()),
                 ..Default::default()
             }),
             ..Default::default()
-        }))
+        }
     }
 }
 
