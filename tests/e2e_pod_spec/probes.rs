@@ -51,20 +51,15 @@ fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probes_drive_readiness_and_restarts() {
-    let Some(node) = Node::start("e2e7_probes", 21400, "").await else {
-        return;
-    };
-    // Every case runs at the same time on the one kubelet.
+/// Every probe case at the same time on the one kubelet.
+pub async fn probes(node: &Node) {
     tokio::join!(
-        exec_probes_with_startup_gate(&node),
-        initial_delay(&node),
-        http_probes(&node),
-        tcp_probes(&node),
-        grpc_probes(&node),
+        exec_probes_with_startup_gate(node),
+        initial_delay(node),
+        http_probes(node),
+        tcp_probes(node),
+        grpc_probes(node),
     );
-    node.stop().await;
 }
 
 /// Exec probes: the startup probe holds readiness and (failing) liveness
