@@ -27,7 +27,8 @@ use crate::kubelet::container::{GcPolicy, PodCache, Runtime};
 use crate::kubelet::container_logs::KubeletContainerLogs;
 use crate::kubelet::events::{EventRecorder, LoggingRecorder};
 use crate::kubelet::eviction::{
-    EvictionConfig, EvictionDeps, EvictionManager, MemoryCgroup, RuntimeContainerGc,
+    EvictionAdmitHandler, EvictionConfig, EvictionDeps, EvictionManager, MemoryCgroup,
+    RuntimeContainerGc,
 };
 use crate::kubelet::housekeeping::Housekeeping;
 use crate::kubelet::images::{
@@ -613,17 +614,6 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
                 .map_err(|e| e.to_string())
         })
     });
-    let admission = Arc::new(Admission {
-        node: Arc::new(admission_node(
-            &server,
-            &node_name,
-            &hostname,
-            node_resources.clone(),
-            api.as_ref().map(|a| a.node()),
-        )),
-        sysctls: SysctlAllowlist::new(&c.allowed_unsafe_sysctls),
-        preempt: Some(preempt),
-    });
 
     let stats = eviction::stats_provider(
         &node_name,
@@ -678,6 +668,20 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         },
     );
     pressure.set(eviction_manager.clone());
+
+    let eviction_admit = EvictionAdmitHandler::new(eviction_manager.clone());
+    let admission = Arc::new(Admission {
+        eviction: Some(Arc::new(move |pod| eviction_admit.admit(pod))),
+        node: Arc::new(admission_node(
+            &server,
+            &node_name,
+            &hostname,
+            node_resources.clone(),
+            api.as_ref().map(|a| a.node()),
+        )),
+        sysctls: SysctlAllowlist::new(&c.allowed_unsafe_sysctls),
+        preempt: Some(preempt),
+    });
 
     let (container_deletor, container_deletor_task) =
         ContainerDeletor::new(runtime.clone(), container_gc_policy.max_per_pod_container);

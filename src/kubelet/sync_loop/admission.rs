@@ -4,9 +4,9 @@
 //! resources), the pod's OS; AppArmor before each sync. A rejected pod is
 //! failed with the handler's reason and message and never started.
 //!
-//! Not here: the eviction manager's admission (no eviction manager yet), the
-//! node shutdown manager's, and device/topology allocation (the container
-//! manager has no device or topology managers).
+//! The eviction manager's handler runs first (through [`AdmitFn`]). Not
+//! here: the node shutdown manager's, and device/topology allocation (the
+//! container manager has no device or topology managers).
 
 use std::sync::Arc;
 
@@ -152,7 +152,13 @@ impl SysctlAllowlist {
 pub type PreemptFn = Arc<dyn Fn(Arc<Pod>) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
 
 /// What the predicate handler needs.
+/// An admit handler another subsystem provides.
+pub type AdmitFn = Arc<dyn Fn(&Pod) -> PodAdmitResult + Send + Sync>;
+
 pub struct Admission {
+    /// The eviction manager's handler (pods refused under node pressure),
+    /// first as in Go.
+    pub eviction: Option<AdmitFn>,
     pub node: NodeFn,
     pub sysctls: SysctlAllowlist,
     /// Preempts a pod for a critical one; `None` disables preemption.
@@ -170,6 +176,12 @@ fn qos_rank(pod: &Pod) -> u8 {
 impl Admission {
     /// Runs the admit handlers in Go's order; the first rejection wins.
     pub async fn can_admit_pod(&self, active: &[Arc<Pod>], pod: &Pod) -> PodAdmitResult {
+        if let Some(eviction) = &self.eviction {
+            let r = eviction(pod);
+            if !r.admit {
+                return r;
+            }
+        }
         let sysctl = self.sysctls.admit(pod);
         if !sysctl.admit {
             return sysctl;

@@ -67,6 +67,7 @@ fn pod(uid: &str, cpu: &str) -> Pod {
 
 fn admission(preempt: Option<PreemptFn>) -> Admission {
     Admission {
+        eviction: None,
         node: Arc::new(node),
         sysctls: SysctlAllowlist::new(&[
             "kernel.msg*".to_string(),
@@ -238,4 +239,24 @@ fn apparmor_soft_admission() {
     let r = SoftAdmission::with_apparmor(false).can_run_pod(&p);
     assert_eq!((r.admit, r.reason.as_str()), (false, "AppArmor"));
     assert!(SoftAdmission::with_apparmor(true).can_run_pod(&p).admit);
+}
+
+#[tokio::test]
+async fn the_eviction_handler_runs_first() {
+    let mut a = admission(None);
+    a.eviction = Some(Arc::new(|_pod: &Pod| {
+        PodAdmitResult::reject("Evicted", "The node had condition: [MemoryPressure]. ")
+    }));
+    // A pod every other handler would refuse too: eviction's answer wins.
+    let r = a.can_admit_pod(&[], &pod("big", "100")).await;
+    assert_eq!(
+        verdict(r),
+        (
+            false,
+            "Evicted".to_string(),
+            "The node had condition: [MemoryPressure]. ".to_string()
+        )
+    );
+    a.eviction = Some(Arc::new(|_pod: &Pod| PodAdmitResult::admit()));
+    assert!(a.can_admit_pod(&[], &pod("small", "1m")).await.admit);
 }

@@ -74,6 +74,7 @@ async fn start(max_pods: i64, runtime_ready: bool) -> Loop {
         deadline: stack.deadline.clone(),
         sources_ready: config.sources_ready(),
         admission: Arc::new(Admission {
+            eviction: None,
             node: Arc::new(move || node_info.clone()),
             sysctls: SysctlAllowlist::new(&[]),
             preempt: None,
