@@ -1,50 +1,50 @@
-//! pkg/kubelet/lifecycle: pod admission.
-//!
-//! Before the kubelet starts a pod it asks every [`PodAdmitHandler`] in turn
-//! ([`PodAdmitHandlers::can_admit_pod`], Go's `canAdmitPod`); the first that
-//! refuses decides the pod's fate: it is not run, and its status becomes
-//! phase Failed with the handler's reason and message
-//! ([`rejected_pod_status`]), plus a warning event. Other pods are never
-//! touched by a rejection.
-//!
-//! Handlers built here:
-//! - [`PredicateAdmitHandler`]: the scheduler predicates the kubelet re-checks
-//!   (resources fit: `OutOfcpu`, `OutOfmemory`, `OutOfpods`,
-//!   `OutOfephemeral-storage`, `OutOf<extended>`; `NodeAffinity`, `NodeName`,
-//!   `NodePorts`, `TaintToleration` for NoExecute taints on non-static pods;
-//!   the OS label and field checks), with an [`AdmissionFailureHandler`] hook
-//!   where critical (static) pods may preempt others.
-//! - [`SysctlAllowlist`]: the safe sysctls plus `allowedUnsafeSysctls`
-//!   (`SysctlForbidden`).
-//!
-//! Everything is pure and synchronous: the node comes from a [`NodeGetter`]
-//! that reads the kubelet's cached Node (or its locally built initial Node).
+//! pkg/kubelet/lifecycle, the parts other subsystems share: the Node the
+//! kubelet believes it runs on, and the status of a pod it refuses to run.
+//! The admit handlers themselves run in the sync loop
+//! (`kubelet::sync_loop::admission`: eviction, sysctls, the scheduler
+//! predicates with critical pod preemption, the OS checks).
 
-mod affinity;
-mod error;
-mod interfaces;
-mod node_info;
-mod predicate;
-mod resource_names;
-mod sysctl;
-mod taints;
+use k8s_openapi::api::core::v1::{Node, PodStatus};
 
-pub use affinity::{RequiredNodeAffinity, match_node_selector_terms};
-pub use error::LifecycleError;
-pub use interfaces::{
-    PodAdmitAttributes, PodAdmitHandler, PodAdmitHandlers, PodAdmitResult, rejected_pod_status,
-};
-pub use node_info::{HostPortInfo, NodeInfo, Resource, compute_pod_resource_request};
-pub use predicate::{
-    AdmissionFailureHandler, AdmissionFailureHandlerStub, NodeGetter, PluginResourceUpdateFn,
-    PredicateAdmitHandler, PredicateFailureReason, general_filter,
-};
-pub use resource_names::{
-    is_extended_resource_name, is_hugepage_resource_name, is_native_resource,
-    is_prefixed_native_resource, is_scalar_resource_name,
-};
-pub use sysctl::{
-    FORBIDDEN_REASON as SYSCTL_FORBIDDEN_REASON, SysctlAllowlist, SysctlNamespace, namespaced_by,
-    safe_sysctl_allowlist,
-};
-pub use taints::{find_matching_untolerated_taint, toleration_tolerates_taint};
+/// Reads the Node the kubelet believes it runs on: the API's copy when there
+/// is one, else the kubelet's locally built initial Node.
+pub trait NodeGetter: Send + Sync {
+    fn get_node_any_way(&self) -> Result<Node, String>;
+}
+
+impl<F> NodeGetter for F
+where
+    F: Fn() -> Result<Node, String> + Send + Sync,
+{
+    fn get_node_any_way(&self) -> Result<Node, String> {
+        self()
+    }
+}
+
+/// The status the kubelet gives a pod it refuses to run (Go's `rejectPod`,
+/// v1.25 wording): phase Failed, the handler's reason, "Pod " + its message.
+pub fn rejected_pod_status(reason: &str, message: &str) -> PodStatus {
+    PodStatus {
+        phase: Some("Failed".to_string()),
+        reason: Some(reason.to_string()),
+        message: Some(format!("Pod {message}")),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejected_status_shape() {
+        let s = rejected_pod_status("OutOfcpu", "Node didn't have enough resource: cpu");
+        assert_eq!(s.phase.as_deref(), Some("Failed"));
+        assert_eq!(s.reason.as_deref(), Some("OutOfcpu"));
+        assert_eq!(
+            s.message.as_deref(),
+            Some("Pod Node didn't have enough resource: cpu")
+        );
+        assert!(s.conditions.is_none() && s.container_statuses.is_none());
+    }
+}

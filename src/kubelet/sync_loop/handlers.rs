@@ -15,7 +15,7 @@ use crate::kubelet::pod::PodManager;
 use crate::kubelet::pod_workers::{EventType, PodWorkers, UpdatePodOptions};
 use crate::kubelet::prober::results::ResultUpdate;
 use crate::kubelet::status::generate::{FAILED, is_terminal_phase};
-use crate::kubelet::status::{ApiPodStatus, StatusManager, conditions};
+use crate::kubelet::status::{StatusManager, conditions};
 use crate::kubelet::types::{SyncPodType, is_mirror_pod};
 
 /// Whether the pod reached a terminal phase in its source or in the
@@ -117,12 +117,7 @@ impl SyncLoop {
             .pod_event(pod, EventType::Warning, reason, message);
         self.status_manager.set_pod_status(
             pod,
-            ApiPodStatus {
-                phase: Some(FAILED.into()),
-                reason: Some(reason.into()),
-                message: Some(format!("Pod {message}")),
-                ..Default::default()
-            },
+            crate::kubelet::lifecycle::rejected_pod_status(reason, message),
         );
     }
 
