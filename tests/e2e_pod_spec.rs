@@ -5,6 +5,10 @@
 //! use pods of their own and do not interfere); everything is removed on
 //! the way out.
 
+#[path = "e2e_pod_spec/dns_hosts.rs"]
+mod dns_hosts;
+#[path = "e2e_pod_spec/env.rs"]
+mod env;
 #[allow(dead_code)]
 #[path = "e2e/harness.rs"]
 mod harness;
@@ -22,6 +26,11 @@ async fn pod_spec_through_the_kubelet() {
     let Some(node) = node::Node::start("e2e7_pod_spec", 21400, "").await else {
         return;
     };
-    tokio::join!(probes::probes(&node), volumes::volumes(&node));
+    tokio::join!(
+        probes::probes(&node),
+        volumes::volumes(&node),
+        env::env(&node),
+        dns_hosts::dns_and_hosts(&node),
+    );
     node.stop().await;
 }

@@ -301,6 +301,35 @@ fn runtime_settings(
     }
 }
 
+/// The host IPs of the Node the kubelet would register (standalone mode).
+async fn local_node_host_ips(node_ips: &[IpAddr], hostname: &str, node_name: &str) -> Vec<String> {
+    use k8s_openapi::api::core::v1::{Node, NodeStatus};
+    let cfg = crate::kubelet::nodestatus::AddressConfig {
+        node_ips: node_ips.to_vec(),
+        hostname: hostname.to_string(),
+        ..Default::default()
+    };
+    match crate::kubelet::nodestatus::node_addresses(&cfg, node_name).await {
+        Ok(addresses) => {
+            let node = Node {
+                status: Some(NodeStatus {
+                    addresses: Some(addresses),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            api::node_host_ips(&node)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "Could not determine the node's addresses for status.hostIP");
+            Vec::new()
+        }
+    }
+}
+
 /// NewMainKubelet.
 pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> {
     let KubeletDeps {
@@ -356,6 +385,12 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         None => PodManager::new(),
     });
     let host_ips = api.as_ref().map(|a| a.host_ips());
+    // Without an API server the kubelet's own idea of its Node stands in
+    // (Go's initial node): its addresses give status.hostIP.
+    let local_host_ips = match &api {
+        Some(_) => Vec::new(),
+        None => local_node_host_ips(&node_ips, &hostname, &node_name).await,
+    };
     let status_manager = Arc::new(StatusManager::new(pod_manager.clone(), clock.clone()));
     let reasons = Arc::new(ReasonCache::new());
     let deadline_events = recorder.clone();
@@ -445,7 +480,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
                 Arc::new(move || {
                     ips.as_ref()
                         .map(|f| f().iter().map(ToString::to_string).collect())
-                        .unwrap_or_default()
+                        .unwrap_or_else(|| local_host_ips.clone())
                 })
             },
             node_allocatable: {

@@ -36,7 +36,7 @@ pub enum EnvError {
     FieldRef(#[from] FieldPathError),
     #[error(transparent)]
     ResourceFieldRef(#[from] ResourceFieldError),
-    #[error("host IP unknown: the node reports no addresses")]
+    #[error("host IP unknown; known addresses: []")]
     HostIpUnknown,
 }
 
