@@ -738,3 +738,186 @@ async fn binary_in_api_mode_registers_and_stops_without_the_api_server() {
         api.cleanup().await;
     }
 }
+
+/// Issue 11: the whole kubelet against the API server for many status
+/// report periods on accelerated time (nodeStatusReportFrequency 2 s, so a
+/// minute here is half an hour of the default 5 min reports), with another
+/// writer reordering the Node's conditions and adding one of its own, a
+/// Service created just before a pod, and (on the double) failing answers
+/// to status patches and lease renewals in between. Every report is
+/// accepted (the heartbeat advances each period), the foreign condition
+/// survives, the pod gets the Service's variables, and no watch is
+/// restarted by the failures: one failed request never disturbs the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_status_reports_accepted_over_many_periods_and_watches_undisturbed() {
+    use support::apiserver::{Fault, Verb};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dirs = NodeDirs::new();
+    let Some(rig) = Containerd::start("api_kubelet_longrun") else {
+        return;
+    };
+    let api = TestApi::start().await;
+    let ns = api.create_namespace("longrun").await;
+    let node = api.unique_name("longrun");
+    let ip = host_ip();
+    let root = make_cgroup_root(&rig, "longrun");
+    let ports = Ports {
+        main: 22260,
+        read_only: 22261,
+        healthz: 22262,
+    };
+    let report = Duration::from_secs(2);
+    let cfg = config(
+        &dirs,
+        &root,
+        ports,
+        "nodeLeaseDurationSeconds: 4\nnodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 2s\n",
+    );
+    let kubeconfig = api.kubeconfig_for_node(&dirs.path(""), &node).await;
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    argv.push(format!("--node-ip={ip}"));
+    let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
+    api.wait_for::<Node>(None, &node, WAIT, |n| {
+        ready_heartbeat(n).is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+
+    // Service variables for a pod created right after its Service.
+    let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "longrun", "namespace": ns},
+        "spec": {"clusterIP": "10.96.0.21", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]},
+    }))
+    .expect("service");
+    api.put(&svc).await;
+    let mut env_pod = serde_json::to_value(pod(
+        &ns,
+        "env",
+        &node,
+        "echo \"$LONGRUN_SERVICE_HOST:$LONGRUN_SERVICE_PORT\" > /dev/termination-log",
+        "Never",
+        1,
+    ))
+    .expect("json");
+    env_pod["spec"]["enableServiceLinks"] = json!(true);
+    api.put(&serde_json::from_value::<Pod>(env_pod).expect("pod"))
+        .await;
+    let (_, _, done) = watch_phases(&api, &ns, "env", "Succeeded").await;
+    let message = container(&done, "c")
+        .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
+        .unwrap_or_default();
+    assert_eq!(message.trim(), "10.96.0.21:8080", "{:?}", done.status);
+
+    // Another writer puts the conditions in another order and adds its own.
+    let mut n: Node = api.get(None, &node).await.expect("node");
+    let st = n.status.as_mut().expect("status");
+    let mut conds = st.conditions.take().unwrap_or_default();
+    conds.reverse();
+    conds.insert(
+        0,
+        serde_json::from_value(json!({"type": "NetworkUnavailable", "status": "False",
+            "reason": "RouteCreated", "message": "set by another writer",
+            "lastTransitionTime": "2024-01-01T00:00:00Z", "lastHeartbeatTime": "2024-01-01T00:00:00Z"}))
+        .expect("condition"),
+    );
+    let order: Vec<String> = conds.iter().map(|c| c.type_.clone()).collect();
+    st.conditions = Some(conds);
+    api.put(&n).await;
+
+    // Failing answers mid-run (the double only): two status patches in a
+    // row and two lease renewals.
+    let watches_before = kubelet_watches(&api, &node);
+    let faults = [
+        Fault::status(500)
+            .on(Verb::Patch)
+            .resource("nodes")
+            .subresource("status")
+            .times(2),
+        Fault::status(500)
+            .on(Verb::Update)
+            .resource("leases")
+            .times(2),
+    ];
+    for f in faults {
+        if let Err(u) = api.inject(f) {
+            support::apiserver::testkit::skip(u);
+        }
+    }
+
+    // Twelve report periods: the heartbeat advances every period.
+    let start = Instant::now();
+    let mut beats: Vec<(Instant, String)> = Vec::new();
+    while start.elapsed() < report * 12 {
+        if let Some(n) = api.get::<Node>(None, &node).await
+            && let Some((_, at)) = ready_heartbeat(&n)
+            && beats.last().is_none_or(|(_, last)| *last != at)
+        {
+            beats.push((Instant::now(), at));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(beats.len() >= 8, "heartbeats seen: {beats:?}");
+    for w in beats.windows(2) {
+        let gap = w[1].0 - w[0].0;
+        assert!(
+            gap <= report * 3,
+            "the heartbeat stalled for {gap:?} between {} and {}",
+            w[0].1,
+            w[1].1
+        );
+    }
+    let n: Node = api.get(None, &node).await.expect("node");
+    let conds = n.status.and_then(|s| s.conditions).unwrap_or_default();
+    let now: Vec<String> = conds.iter().map(|c| c.type_.clone()).collect();
+    assert_eq!(now, order, "the kubelet keeps the Node's order");
+    assert!(
+        conds
+            .iter()
+            .any(|c| c.type_ == "NetworkUnavailable" && c.reason.as_deref() == Some("RouteCreated")),
+        "the other writer's condition survives: {conds:?}"
+    );
+
+    if let Ok(log) = api.requests() {
+        let user = format!("system:node:{node}");
+        let patches: Vec<u16> = log
+            .iter()
+            .filter(|r| {
+                r.user.name == user
+                    && r.method == "PATCH"
+                    && r.resource.as_deref() == Some("nodes")
+                    && r.subresource.as_deref() == Some("status")
+            })
+            .map(|r| r.status)
+            .collect();
+        let refused = patches.iter().filter(|s| **s != 200).count();
+        assert_eq!(
+            refused, 2,
+            "only the two injected failures: {patches:?} (every status patch of the kubelet's own applies)"
+        );
+        assert!(patches.len() >= 10, "status patches: {patches:?}");
+        assert_eq!(
+            kubelet_watches(&api, &node),
+            watches_before,
+            "no watch was restarted by the failed requests"
+        );
+    }
+    kubelet.stop().await.expect("kubelet stops cleanly");
+    api.cleanup().await;
+}
+
+/// The kubelet's list and watch requests on the API server double, per
+/// resource ((resource, verb) → count); empty on a real server.
+fn kubelet_watches(
+    api: &TestApi,
+    node: &str,
+) -> std::collections::BTreeMap<(String, String), usize> {
+    let user = format!("system:node:{node}");
+    let mut out = std::collections::BTreeMap::new();
+    for r in api.requests().unwrap_or_default() {
+        if r.user.name == user && (r.verb == "watch" || r.verb == "list") {
+            *out.entry((r.resource.clone().unwrap_or_default(), r.verb.clone()))
+                .or_insert(0) += 1;
+        }
+    }
+    out
+}

@@ -362,6 +362,96 @@ async fn node_status_strategic_merge_patch() {
     api.cleanup().await;
 }
 
+/// The heartbeat kube-apiserver refused from this kubelet (issue 11): the
+/// changed conditions listed sorted by type while `$setElementOrder` lists
+/// them in the Node's order. The server answers 500 with apimachinery's
+/// message; the patch the kubelet computes now for the same change applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_status_patch_out_of_setelementorder_is_refused() {
+    use kubelet::kubelet::nodestatus::patch::node_status_patch;
+    let api = TestApi::start().await;
+    let name = api.unique_name("node");
+    let nodes: Api<Node> = Api::all(api.admin_client().await);
+    let types = ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"];
+    let cond = |t: &str, beat: &str| {
+        json!({"type": t, "status": if t == "Ready" { "True" } else { "False" },
+            "lastHeartbeatTime": beat, "lastTransitionTime": "2024-01-01T00:00:00Z"})
+    };
+    let t0 = "2024-01-01T00:00:00Z";
+    let t1 = "2024-01-01T00:05:00Z";
+    let node: Node = obj(json!({
+        "metadata": {"name": name},
+        "status": {"conditions": types.iter().map(|t| cond(t, t0)).collect::<Vec<_>>()},
+    }));
+    let created = nodes.create(&PostParams::default(), &node).await.unwrap();
+    api.track_for_cleanup(&created).await;
+
+    let mut sorted = types;
+    sorted.sort();
+    let refused = json!({"status": {
+        "$setElementOrder/conditions": types.iter().map(|t| json!({"type": t})).collect::<Vec<_>>(),
+        "conditions": sorted.iter().map(|t| json!({"lastHeartbeatTime": t1, "type": t})).collect::<Vec<_>>(),
+    }});
+    let err = api_error(
+        nodes
+            .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&refused))
+            .await,
+    );
+    let list = |ts: &[&str], beat: bool| {
+        let items: Vec<String> = ts
+            .iter()
+            .map(|t| match beat {
+                true => format!("map[lastHeartbeatTime:{t1} type:{t}]"),
+                false => format!("map[type:{t}]"),
+            })
+            .collect();
+        format!("[{}]", items.join(" "))
+    };
+    assert_eq!(err.code, 500, "{err:?}");
+    assert_eq!(
+        err.message,
+        format!(
+            "The order in patch list:\n{}\n doesn't match $setElementOrder list:\n{}\n",
+            list(&sorted, true),
+            list(&types, false)
+        )
+    );
+
+    // The kubelet's own patch for the same heartbeat applies, order kept.
+    let mut beat = created.clone();
+    for c in beat.status.as_mut().unwrap().conditions.as_mut().unwrap() {
+        c.last_heartbeat_time = Some(obj(json!(t1)));
+    }
+    let patch = node_status_patch(&created, &beat).unwrap();
+    let n = nodes
+        .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .unwrap();
+    let got: Vec<(String, String)> = n
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            (
+                c.type_,
+                serde_json::to_value(c.last_heartbeat_time)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = types
+        .iter()
+        .map(|t| (t.to_string(), t1.to_string()))
+        .collect();
+    assert_eq!(got, want);
+    api.cleanup().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_create_renew_and_conflicting_renew() {
     let api = TestApi::start().await;
@@ -601,6 +691,7 @@ fn strategic_merge_patch_directives() {
         let got = smp(kind, original, patch).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(&got, want, "{what}");
     }
+    refusals();
     let bad = smp(
         "Pod",
         &json!({}),
@@ -616,6 +707,105 @@ fn strategic_merge_patch_directives() {
         no_key.is_err(),
         "merging an element without its merge key fails"
     );
+}
+
+/// What the server refuses, and how (apimachinery's checks on apply, as
+/// kube-apiserver's patch handler answers them).
+fn refusals() {
+    use support::apiserver::SmpError;
+    use support::apiserver::strategic_merge_patch as smp;
+    let conds = json!({"status": {"conditions": [{"type": "A"}, {"type": "B"}, {"type": "C"}]}});
+    let cases: &[(&str, &str, Value, Value, SmpError)] = &[
+        (
+            "patch list out of the $setElementOrder order",
+            "Node",
+            conds.clone(),
+            json!({"status": {"$setElementOrder/conditions": [{"type": "C"}, {"type": "A"}],
+                "conditions": [{"type": "A", "status": "x"}, {"type": "C", "status": "y"}]}}),
+            SmpError::Internal(
+                "The order in patch list:\n[map[status:x type:A] map[status:y type:C]]\n doesn't match \
+                 $setElementOrder list:\n[map[type:C] map[type:A]]\n"
+                    .into(),
+            ),
+        ),
+        (
+            "patch list item missing from $setElementOrder",
+            "Node",
+            conds.clone(),
+            json!({"status": {"$setElementOrder/conditions": [{"type": "A"}],
+                "conditions": [{"type": "B", "status": "x"}]}}),
+            SmpError::Internal(
+                "The order in patch list:\n[map[status:x type:B]]\n doesn't match \
+                 $setElementOrder list:\n[map[type:A]]\n"
+                    .into(),
+            ),
+        ),
+        (
+            "scalars out of order",
+            "Pod",
+            json!({"metadata": {"finalizers": ["a", "b"]}}),
+            json!({"metadata": {"$setElementOrder/finalizers": ["c", "b", "a"], "finalizers": ["a", "c"]}}),
+            SmpError::Internal(
+                "The order in patch list:\n[a c]\n doesn't match $setElementOrder list:\n[c b a]\n"
+                    .into(),
+            ),
+        ),
+        (
+            "$setElementOrder without a list name",
+            "Node",
+            conds.clone(),
+            json!({"status": {"$setElementOrder": [{"type": "A"}]}}),
+            SmpError::BadRequest("invalid patch format of setElementOrder list"),
+        ),
+        (
+            "$retainKeys not a list",
+            "Pod",
+            json!({"spec": {"volumes": [{"name": "v", "emptyDir": {}}]}}),
+            json!({"spec": {"volumes": [{"name": "v", "$retainKeys": "name"}]}}),
+            SmpError::BadRequest("invalid patch format of retainKeys"),
+        ),
+        (
+            "a patched key outside $retainKeys",
+            "Pod",
+            json!({"spec": {"volumes": [{"name": "v", "emptyDir": {}}]}}),
+            json!({"spec": {"volumes": [{"name": "v", "$retainKeys": ["name"], "hostPath": {"path": "/x"}}]}}),
+            SmpError::BadRequest("invalid patch format of retainKeys"),
+        ),
+        (
+            "$deleteFromPrimitiveList without a list name",
+            "Pod",
+            json!({"metadata": {"finalizers": ["a"]}}),
+            json!({"metadata": {"$deleteFromPrimitiveList": ["a"]}}),
+            SmpError::BadRequest("invalid patch format of primitive list"),
+        ),
+        (
+            "lists of lists",
+            "Pod",
+            json!({"metadata": {"finalizers": [["a"]]}}),
+            json!({"metadata": {"finalizers": [["b"]]}}),
+            SmpError::Unprocessable("lists of lists are not supported"),
+        ),
+        (
+            "an element without its merge key",
+            "Node",
+            conds.clone(),
+            json!({"status": {"conditions": [{"status": "True"}]}}),
+            SmpError::Internal(
+                "map: map[status:True] does not contain declared merge key: type".into(),
+            ),
+        ),
+        (
+            "an unknown $patch",
+            "Node",
+            json!({"status": {"capacity": {"cpu": "1"}}}),
+            json!({"status": {"capacity": {"$patch": "merge-please"}}}),
+            SmpError::Internal("unknown patch type: merge-please in map: map[$patch:merge-please]".into()),
+        ),
+    ];
+    for (what, kind, original, patch, want) in cases {
+        let got = smp(kind, original, patch);
+        assert_eq!(got.as_ref().err(), Some(want), "{what}: {got:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -64,6 +64,20 @@ pub enum NodeStatusError {
     InvalidNodeIp(String),
 }
 
+impl NodeStatusError {
+    /// Whether the API server answered the request that failed (so the
+    /// connections to it are alive); errors before any request count as
+    /// answered, they say nothing about the connections.
+    pub fn server_answered(&self) -> bool {
+        match self {
+            NodeStatusError::Get { source, .. } | NodeStatusError::Patch { source, .. } => {
+                crate::kubelet::client::server_answered(source)
+            }
+            _ => true,
+        }
+    }
+}
+
 /// The static settings of node status.
 #[derive(Debug, Clone)]
 pub struct NodeStatusParams {
@@ -368,6 +382,7 @@ impl NodeStatusManager {
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     if i > 0
+                        && !e.server_answered()
                         && let Some(f) = &self.deps.on_heartbeat_failure
                     {
                         f();

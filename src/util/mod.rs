@@ -10,6 +10,7 @@ pub mod oom;
 pub mod quantity;
 pub mod rlimit;
 pub mod signals;
+pub mod strategicpatch;
 pub mod swap;
 pub mod systemd;
 pub mod validation;

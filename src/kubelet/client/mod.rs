@@ -8,8 +8,11 @@
 //! - `heartbeat`: unthrottled, each request bounded by
 //!   min(nodeLeaseDurationSeconds, nodeStatusUpdateFrequency).
 //!
-//! Repeated heartbeat failures drop every connection
-//! ([`KubeClients::close_all_connections`]) so a dead endpoint is abandoned.
+//! Repeated heartbeat failures that got no answer from the server (a
+//! timeout, a broken connection) drop every connection
+//! ([`KubeClients::close_all_connections`]) so a dead endpoint is abandoned;
+//! a failure the server answered (a refused patch, a 5xx) proves the
+//! connections alive and leaves them, and the watches on them, alone.
 //! With `rotateCertificates` the clients present the certificate manager's
 //! current pair, and a rotation drops the connections so new handshakes use
 //! it. Bodies are JSON: kube speaks no protobuf.
@@ -24,6 +27,14 @@ pub use clients::{ClientParams, HeartbeatFailureFn, KubeClients, build_clients};
 pub use connector::ConnTracker;
 
 use std::path::PathBuf;
+
+/// Whether the API server answered the failed request (a Status, or a body
+/// the client could not decode): the transport works, so a heartbeat that
+/// failed this way is no reason to drop the connections other requests and
+/// watches are using.
+pub fn server_answered(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(_) | kube::Error::SerdeError(_))
+}
 
 /// Errors building the API clients.
 #[derive(Debug, thiserror::Error)]

@@ -193,6 +193,7 @@ impl LeaseController {
                         continue;
                     }
                     if i > 0
+                        && !crate::kubelet::client::server_answered(&e)
                         && let Some(f) = &self.on_repeated_failure
                     {
                         f();

@@ -1,145 +1,41 @@
 //! Node status patches as the kubelet sends them (Go's PatchNodeStatus): a
-//! two-way strategic merge patch from the Node as read to the Node as
-//! computed (spec reset to the original, so only status and metadata
-//! change), conditions merged by type with `$setElementOrder`, and the
-//! addresses replaced outright when they changed (their merge key is not
-//! unique). Also the comparison that decides whether status changed,
-//! ignoring heartbeat times.
+//! two-way strategic merge patch (`util::strategicpatch`) from the Node as
+//! read to the Node as computed (spec reset to the original, so only status
+//! and metadata change), conditions merged by type with `$setElementOrder`
+//! in the Node's own order, and the addresses replaced outright when they
+//! changed (their merge key is not unique). Also the comparison that
+//! decides whether status changed, ignoring heartbeat times.
 
 use k8s_openapi::api::core::v1::{Node, NodeStatus};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::util::quantity::parse as parse_quantity;
-
-/// Lists merged by key in Node objects (path → merge key); other lists are
-/// replaced whole.
-const MERGE_LISTS: &[(&[&str], &str)] = &[
-    (&["status", "conditions"], "type"),
-    (&["status", "addresses"], "type"),
-    (&["metadata", "ownerReferences"], "uid"),
-];
-
-fn merge_key(path: &[&str]) -> Option<&'static str> {
-    MERGE_LISTS
-        .iter()
-        .find(|(p, _)| *p == path)
-        .map(|(_, k)| *k)
-}
-
-/// The two-way strategic merge patch turning `original` into `modified`.
-pub fn two_way_merge_patch(original: &Value, modified: &Value) -> Value {
-    match (original, modified) {
-        (Value::Object(o), Value::Object(m)) => Value::Object(diff_maps(o, m, &mut Vec::new())),
-        _ => modified.clone(),
-    }
-}
-
-fn diff_maps(
-    o: &Map<String, Value>,
-    m: &Map<String, Value>,
-    path: &mut Vec<String>,
-) -> Map<String, Value> {
-    let mut patch = Map::new();
-    for (k, mv) in m {
-        match o.get(k) {
-            None => {
-                patch.insert(k.clone(), mv.clone());
-            }
-            Some(ov) if ov == mv => {}
-            Some(ov) => {
-                path.push(k.clone());
-                match (ov, mv) {
-                    (Value::Object(oo), Value::Object(mo)) => {
-                        let sub = diff_maps(oo, mo, path);
-                        if !sub.is_empty() {
-                            patch.insert(k.clone(), Value::Object(sub));
-                        }
-                    }
-                    (Value::Array(oa), Value::Array(ma)) => {
-                        let p: Vec<&str> = path.iter().map(String::as_str).collect();
-                        match merge_key(&p) {
-                            Some(key) => diff_merge_list(k, oa, ma, key, path, &mut patch),
-                            None => {
-                                patch.insert(k.clone(), mv.clone());
-                            }
-                        }
-                    }
-                    _ => {
-                        patch.insert(k.clone(), mv.clone());
-                    }
-                }
-                path.pop();
-            }
-        }
-    }
-    for k in o.keys() {
-        if !m.contains_key(k) {
-            patch.insert(k.clone(), Value::Null);
-        }
-    }
-    patch
-}
-
-fn diff_merge_list(
-    field: &str,
-    o: &[Value],
-    m: &[Value],
-    key: &str,
-    path: &mut Vec<String>,
-    patch: &mut Map<String, Value>,
-) {
-    let key_of = |v: &Value| v.get(key).cloned().unwrap_or(Value::Null);
-    let mut items: Vec<(String, Value)> = Vec::new();
-    for mv in m {
-        let k = key_of(mv);
-        match o.iter().find(|ov| key_of(ov) == k) {
-            None => items.push((k.to_string(), mv.clone())),
-            Some(ov) if ov == mv => {}
-            Some(ov) => {
-                if let (Value::Object(oo), Value::Object(mo)) = (ov, mv) {
-                    let mut sub = diff_maps(oo, mo, path);
-                    if !sub.is_empty() {
-                        sub.insert(key.to_string(), k.clone());
-                        items.push((k.to_string(), Value::Object(sub)));
-                    }
-                } else {
-                    items.push((k.to_string(), mv.clone()));
-                }
-            }
-        }
-    }
-    for ov in o {
-        let k = key_of(ov);
-        if !m.iter().any(|mv| key_of(mv) == k) {
-            items.push((k.to_string(), json!({"$patch": "delete", key: k})));
-        }
-    }
-    if items.is_empty() {
-        return;
-    }
-    items.sort_by(|a, b| a.0.cmp(&b.0));
-    patch.insert(
-        field.to_string(),
-        Value::Array(items.into_iter().map(|(_, v)| v).collect()),
-    );
-    let order: Vec<Value> = m.iter().map(|mv| json!({ key: key_of(mv) })).collect();
-    patch.insert(format!("$setElementOrder/{field}"), Value::Array(order));
-}
+use crate::util::strategicpatch::{DiffError, PatchSchema, create_two_way_merge_patch};
 
 /// Errors computing a patch.
 #[derive(Debug, thiserror::Error)]
-#[error("failed to build the node status patch for node {node:?}: {reason}")]
-pub struct PatchError {
-    pub node: String,
-    pub reason: String,
+pub enum PatchError {
+    #[error("failed to encode node {node:?} for its status patch")]
+    Encode {
+        node: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("failed to build the node status patch for node {node:?}")]
+    Diff {
+        node: String,
+        #[source]
+        source: DiffError,
+    },
 }
 
 /// The status patch from `old` to `new` (spec ignored), with the addresses
 /// replaced when they changed.
 pub fn node_status_patch(old: &Node, new: &Node) -> Result<Value, PatchError> {
-    let err = |e: serde_json::Error| PatchError {
-        node: old.metadata.name.clone().unwrap_or_default(),
-        reason: e.to_string(),
+    let node = || old.metadata.name.clone().unwrap_or_default();
+    let err = |source: serde_json::Error| PatchError::Encode {
+        node: node(),
+        source,
     };
     let old_addrs = old
         .status
@@ -159,7 +55,12 @@ pub fn node_status_patch(old: &Node, new: &Node) -> Result<Value, PatchError> {
     }
     let o = serde_json::to_value(old).map_err(err)?;
     let m = serde_json::to_value(&diff).map_err(err)?;
-    let mut patch = two_way_merge_patch(&o, &m);
+    let mut patch = create_two_way_merge_patch(&o, &m, PatchSchema::NODE).map_err(|source| {
+        PatchError::Diff {
+            node: node(),
+            source,
+        }
+    })?;
     if manual_addresses {
         let mut list = serde_json::to_value(&new_addrs).map_err(err)?;
         if let Value::Array(a) = &mut list {

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::errors::ApiError;
 use super::resources::ResourceDef;
-use super::strategic;
+use super::strategic::{self, SmpError};
 
 /// The media type of a PATCH body, parameters stripped.
 pub fn media_type(content_type: &str) -> &str {
@@ -22,6 +22,22 @@ fn patch_error(res: &ResourceDef, name: &str, patch: &[u8], err: &str) -> ApiErr
             format!("Invalid value: {shown:?}: {err}"),
         )],
     )
+}
+
+/// kube-apiserver's answer to a strategic merge patch that does not apply
+/// (its patch handler's reading of apimachinery's errors): format errors
+/// are 400 BadRequest, lists of lists and retainKeys mismatches a bare 422,
+/// anything else a 500 carrying the message as is.
+fn smp_error(e: SmpError) -> ApiError {
+    match e {
+        SmpError::BadRequest(msg) => ApiError::bad_request(msg),
+        SmpError::Unprocessable(_) => ApiError::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        ),
+        SmpError::Internal(msg) => ApiError::new(500, "", msg),
+    }
 }
 
 /// `current` with the patch applied.
@@ -59,7 +75,6 @@ pub fn apply(
             json_patch::merge(&mut doc, &parsed);
             Ok(doc)
         }
-        _ => strategic::apply(res.kind, current, &parsed)
-            .map_err(|e| patch_error(res, name, body, &e)),
+        _ => strategic::apply(res.kind, current, &parsed).map_err(smp_error),
     }
 }

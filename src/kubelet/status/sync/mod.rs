@@ -325,7 +325,13 @@ impl StatusSyncer {
             self.safety.pod_could_have_running_containers(&pod),
             &now,
         );
-        let patch = prepare_pod_status_patch(&api_uid, &old, &merged);
+        let patch = match prepare_pod_status_patch(&api_uid, &old, &merged) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::info!(pod = %pod_ref(ns, name), err = %e, "Failed to update status for pod");
+                return;
+            }
+        };
         crate::vlog!(3, pod = %pod_ref(ns, name), pod_uid = uid, patch = %patch.to_json(), "Patch status for pod");
         if patch.unchanged {
             crate::vlog!(3, pod = %pod_ref(ns, name), status_version = status.version, "Status for pod is up-to-date");

@@ -14,7 +14,7 @@ fn unchanged_status_is_only_the_precondition() {
     let s = status(
         json!({"phase": "Running", "conditions": [cond("Ready", "True", "2024-01-01T00:00:00Z")]}),
     );
-    let p = prepare_pod_status_patch("u1", &s, &s);
+    let p = prepare_pod_status_patch("u1", &s, &s).unwrap();
     assert!(p.unchanged);
     assert_eq!(p.to_json(), r#"{"metadata":{"uid":"u1"}}"#);
 }
@@ -83,13 +83,13 @@ fn patch_table() {
         ),
     ];
     for (name, old, new, want) in cases {
-        let p = prepare_pod_status_patch("u", &status(old), &status(new));
+        let p = prepare_pod_status_patch("u", &status(old), &status(new)).unwrap();
         assert!(!p.unchanged, "{name}");
         assert_eq!(p.patch, want, "{name}");
         // Keys come out sorted, as Go writes maps.
         assert_eq!(
             p.to_json(),
-            serde_json::to_string(&sort_keys(want)).unwrap(),
+            serde_json::to_string(&crate::util::strategicpatch::sort_keys(want)).unwrap(),
             "{name}"
         );
     }

@@ -2,6 +2,9 @@
 //! `patchStrategy` / `patchMergeKey`), by field path from the object root;
 //! list elements are transparent in a path ("spec.containers.ports").
 //! Lists not named here are atomic: a patch replaces them.
+//!
+//! Only the kinds the kubelet and the API server double in its tests patch
+//! are described; any other kind is all-atomic.
 
 /// How a list field merges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +53,52 @@ fn pod(path: &str) -> Option<ListStrategy> {
     })
 }
 
+/// The path of `field` under `path` ("" is the object root), as the
+/// schema names fields: "status" + "conditions" → "status.conditions".
+pub fn child_path(path: &str, field: &str) -> String {
+    if path.is_empty() {
+        field.to_string()
+    } else {
+        format!("{path}.{field}")
+    }
+}
+
+/// The patch strategies of one kind of object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatchSchema {
+    kind: &'static str,
+}
+
+impl PatchSchema {
+    /// core/v1 Node.
+    pub const NODE: PatchSchema = PatchSchema { kind: "Node" };
+    /// core/v1 Pod.
+    pub const POD: PatchSchema = PatchSchema { kind: "Pod" };
+
+    /// The schema of `kind` (an unknown kind has only atomic lists).
+    pub fn of(kind: &'static str) -> Self {
+        PatchSchema { kind }
+    }
+
+    /// The kind described.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// How the list at `path` ("status.conditions") merges.
+    pub fn list(&self, path: &str) -> ListStrategy {
+        list_strategy(self.kind, path)
+    }
+
+    /// Whether the maps at `path` (a map field, or the elements of a list)
+    /// carry a `$retainKeys` directive (Go's `patchStrategy:"retainKeys"`).
+    pub fn retains_keys(&self, path: &str) -> bool {
+        self.kind == "Pod" && path == "spec.volumes"
+    }
+}
+
 /// The strategy of the list at `path` in an object of `kind`.
-pub fn list_strategy(kind: &str, path: &str) -> ListStrategy {
+fn list_strategy(kind: &str, path: &str) -> ListStrategy {
     use ListStrategy::*;
     let generic = match path {
         "metadata.ownerReferences" => Some(MergeByKey("uid")),
@@ -75,6 +122,13 @@ pub fn list_strategy(kind: &str, path: &str) -> ListStrategy {
         },
         "ServiceAccount" => (path == "secrets").then_some(MergeByKey("name")),
         "CSINode" => (path == "spec.drivers").then_some(MergeByKey("name")),
+        // The struct apimachinery's own strategic patch tests use.
+        #[cfg(test)]
+        "MergeItem" => match path {
+            "mergingList" => Some(MergeByKey("name")),
+            "mergingIntList" => Some(MergeScalars),
+            _ => None,
+        },
         _ => None,
     };
     generic.or(specific).unwrap_or(Replace)
