@@ -813,8 +813,30 @@ async fn events_create_select_and_aggregate_by_patch() {
     use k8s_openapi::api::core::v1::Event as CoreEvent;
     let api = TestApi::start().await;
     let ns = api.create_namespace("events").await;
-    let events: Api<CoreEvent> = Api::namespaced(api.admin_client().await, &ns);
     let node = api.unique_name("node");
+    // An event about a Node (cluster-scoped) lives in "default", as the
+    // kubelet records it; anywhere else the server refuses it.
+    let misplaced: CoreEvent = obj(json!({
+        "metadata": {"name": format!("{node}.17a8b3c4d5e6f700")},
+        "involvedObject": {"kind": "Node", "name": node, "uid": node},
+        "reason": "Starting",
+        "source": {"component": "kubelet", "host": node},
+        "type": "Normal",
+    }));
+    let err = api_error(
+        Api::<CoreEvent>::namespaced(api.admin_client().await, &ns)
+            .create(&PostParams::default(), &misplaced)
+            .await,
+    );
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert!(
+        err.message.contains(
+            "involvedObject.namespace: Invalid value: \"\": does not match event.namespace"
+        ),
+        "{}",
+        err.message
+    );
+    let events: Api<CoreEvent> = Api::namespaced(api.admin_client().await, "default");
     let ev: CoreEvent = obj(json!({
         "metadata": {"name": format!("{node}.17a8b3c4d5e6f701")},
         "involvedObject": {"kind": "Node", "name": node, "uid": node},
@@ -827,6 +849,7 @@ async fn events_create_select_and_aggregate_by_patch() {
         "type": "Normal",
     }));
     let created = events.create(&PostParams::default(), &ev).await.unwrap();
+    api.track_for_cleanup(&created).await;
     let name = created.metadata.name.unwrap();
     let fields = format!(
         "involvedObject.kind=Node,involvedObject.name={node},source=kubelet,reason=Starting"

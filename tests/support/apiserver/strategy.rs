@@ -340,6 +340,30 @@ fn dns_subdomain(n: &str) -> bool {
         })
 }
 
+/// A core/v1 Event without an eventTime lives in its involved object's
+/// namespace; one about a cluster-scoped object (no namespace) only in
+/// "default" (or none), as the server's legacy event validation requires.
+fn validate_event_namespace(res: &ResourceDef, name: &str, obj: &Value) -> Result<(), ApiError> {
+    if meta::get_path(obj, &["eventTime"]).is_some_and(|t| !t.is_null()) {
+        return Ok(());
+    }
+    let ns = meta::str_at(obj, &["metadata", "namespace"]).unwrap_or("");
+    let involved = meta::str_at(obj, &["involvedObject", "namespace"]).unwrap_or("");
+    let ok = match involved {
+        "" => ns.is_empty() || ns == "default",
+        other => ns == other,
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(invalid(
+        res,
+        name,
+        "involvedObject.namespace",
+        &format!("Invalid value: {involved:?}: does not match event.namespace"),
+    ))
+}
+
 /// Validation on create: names, and the pod fields without which nothing works.
 pub fn validate_create(res: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     let name = meta::name(obj);
@@ -357,6 +381,9 @@ pub fn validate_create(res: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
                 "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
             ),
         ));
+    }
+    if res.kind == "Event" {
+        validate_event_namespace(res, name, obj)?;
     }
     if res.kind == "Pod" {
         let containers = meta::get_path(obj, &["spec", "containers"])
