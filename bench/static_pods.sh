@@ -16,7 +16,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 . deploy/rig/images.env
 
-[ "$(id -u)" = 0 ] || { echo "static_pods.sh: needs root" >&2; exit 1; }
+. deploy/rig/as-root.sh
 
 kubelet_bin=${BENCH_KUBELET:-}
 if [ -z "$kubelet_bin" ]; then

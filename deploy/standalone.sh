@@ -6,7 +6,7 @@
 # static pod. Everything lives under one work directory (default: a temp
 # dir); Ctrl-C stops the kubelet, then containerd, and removes it all.
 #
-#   sudo deploy/standalone.sh            # then: curl 127.0.0.1:10255/pods
+#   deploy/standalone.sh                 # then: curl 127.0.0.1:10255/pods
 #
 # Environment: WORK (work directory, kept when given), PROFILE (release,
 # the default, or debug), KUBELET_ARGS (extra kubelet flags, e.g. -v=4).
@@ -14,7 +14,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-[ "$(id -u)" = 0 ] || { echo "standalone.sh: run as root (containerd, cgroups)" >&2; exit 1; }
+. deploy/rig/as-root.sh
 
 bash deploy/rig/install.sh
 bash deploy/rig/toolchain.sh

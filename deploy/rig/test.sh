@@ -8,6 +8,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
+AS_ROOT_OPTIONAL=1 . deploy/rig/as-root.sh
 
 bash deploy/rig/install.sh
 bash deploy/rig/toolchain.sh

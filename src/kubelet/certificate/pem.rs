@@ -91,6 +91,8 @@ pub struct LeafInfo {
     pub organizations: Vec<String>,
     /// The DER of the SubjectPublicKeyInfo.
     pub public_key_der: Vec<u8>,
+    /// The X.509 version (1 to 3).
+    pub version: u32,
 }
 
 fn to_system_time(t: x509_parser::time::ASN1Time) -> SystemTime {
@@ -123,6 +125,7 @@ pub fn leaf_info(der: &CertificateDer<'_>) -> Result<LeafInfo, CertificateError>
         common_name,
         organizations,
         public_key_der: cert.public_key().raw.to_vec(),
+        version: cert.version().0 + 1,
     })
 }
 

@@ -184,11 +184,43 @@ pub async fn load(path: &Path) -> Result<LoadedKubeconfig, ClientError> {
     let config = kube::Config::from_custom_kubeconfig(raw.clone(), &KubeConfigOptions::default())
         .await
         .map_err(|e| invalid(e.to_string()))?;
-    Ok(LoadedKubeconfig {
+    let loaded = LoadedKubeconfig {
         path: path.to_path_buf(),
         raw,
         config,
-    })
+    };
+    check_client_cert_version(&loaded).map_err(invalid)?;
+    Ok(loaded)
+}
+
+/// The TLS stack takes only X.509 v3 client certificates (the Go kubelet's
+/// also takes v1 ones, as `openssl x509 -req` makes them without
+/// `-extfile`): such a certificate is refused here, naming it, rather than
+/// failing later with a TLS error about the private key.
+fn check_client_cert_version(loaded: &LoadedKubeconfig) -> Result<(), String> {
+    let Ok(Some((cert, _))) = loaded.client_cert_and_key() else {
+        // Unreadable or absent: the paths that use it report that.
+        return Ok(());
+    };
+    let Some(leaf) = parse_certs(&cert).ok().and_then(|c| c.into_iter().next()) else {
+        return Ok(());
+    };
+    let Ok(info) = leaf_info(&leaf) else {
+        return Ok(());
+    };
+    if info.version >= 3 {
+        return Ok(());
+    }
+    let source = match loaded.cert_files().0 {
+        Some(f) => format!("client-certificate {}", f.display()),
+        None => "client-certificate-data".to_string(),
+    };
+    Err(format!(
+        "{source}: an X.509 v{} certificate (no extensions); this kubelet's TLS stack accepts only v3 \
+         client certificates: re-issue it with extensions (for example `openssl x509 -req … -extfile` \
+         naming extendedKeyUsage=clientAuth)",
+        info.version
+    ))
 }
 
 /// Whether the kubeconfig at `path` exists and carries a client certificate
@@ -379,6 +411,37 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// What `openssl x509 -req` makes without `-extfile`: X.509 v1.
+    const V1_CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBXjCCAQMCFEfqavReYjdAuKAu6jCfzMDfvtpZMAoGCCqGSM49BAMCMDAxFTAT\nBgNVBAoMDHN5c3RlbTpub2RlczEXMBUGA1UEAwwOc3lzdGVtOm5vZGU6bjEwIBcN\nMjYxMTI2MDUzNzAxWhgPMjEyNjExMDIwNTM3MDFaMDAxFTATBgNVBAoMDHN5c3Rl\nbTpub2RlczEXMBUGA1UEAwwOc3lzdGVtOm5vZGU6bjEwWTATBgcqhkjOPQIBBggq\nhkjOPQMBBwNCAAR03F8lpVIRSSXdSq0ud599s7ju8OBmPoaG2/ZSTJ4J7gwIdDWD\nT8cGYKpL+lrlySy6y0qFjSpSHnsQhMQ5hiY+MAoGCCqGSM49BAMCA0kAMEYCIQCU\nQgz+5VzEvkBbTNn/QmLKmmWzg48GLAWlHTfTkEIP2gIhAIh/mt7vp7Me5lonXKLw\n6MA9eXS32zv41pizyvgeUb7z\n-----END CERTIFICATE-----\n";
+    const V1_KEY: &str = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIG60kstPqrIn/3ZFdZBKQY9kPWrBhs3eE23NMvO+QtZEoAoGCCqGSM49\nAwEHoUQDQgAEdNxfJaVSEUkl3UqtLneffbO47vDgZj6Ghtv2UkyeCe4MCHQ1g0/H\nBmCqS/pa5cksustKhY0qUh57EITEOYYmPg==\n-----END EC PRIVATE KEY-----\n";
+
+    #[tokio::test]
+    async fn a_v1_client_certificate_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let inline = dir.path().join("inline.conf");
+        std::fs::write(&inline, kubeconfig_with(V1_CERT, V1_KEY)).unwrap();
+        let err = load(&inline).await.unwrap_err().to_string();
+        assert!(err.contains("inline.conf"), "{err}");
+        assert!(
+            err.contains("client-certificate-data: an X.509 v1 certificate"),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("c.crt"), V1_CERT).unwrap();
+        std::fs::write(dir.path().join("c.key"), V1_KEY).unwrap();
+        let files = dir.path().join("files.conf");
+        let body = kubeconfig_with("x", "y")
+            .replace("client-certificate-data: eA==", "client-certificate: c.crt")
+            .replace("client-key-data: eQ==", "client-key: c.key");
+        std::fs::write(&files, body).unwrap();
+        let err = load(&files).await.unwrap_err().to_string();
+        assert!(err.contains("c.crt: an X.509 v1 certificate"), "{err}");
+        // A v3 certificate loads.
+        let (c, k) = self_signed("system:node:n", "system:nodes", now_unix() - 60, 3600);
+        let good = dir.path().join("good.conf");
+        std::fs::write(&good, kubeconfig_with(&c, &k)).unwrap();
+        load(&good).await.unwrap();
     }
 
     #[tokio::test]
