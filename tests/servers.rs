@@ -547,6 +547,25 @@ async fn anonymous_allowed_and_denied() {
         );
     }
     stop(m.tasks).await;
+
+    // No method at all (anonymous and webhook off, no client CA): the
+    // server still starts, as Go's does, and refuses everyone.
+    let m = start_main(MainSetup {
+        anonymous: false,
+        client_ca: None,
+        ..Default::default()
+    })
+    .await;
+    let cfg = client_config(&m.roots, None, &[&rustls::version::TLS13], false);
+    for path in ["/healthz", "/configz", "/metrics"] {
+        let a = https_get(m.addr, cfg.clone(), path).await;
+        assert_eq!(
+            (a.status, a.body.as_str()),
+            (StatusCode::UNAUTHORIZED, "Unauthorized"),
+            "no method: {path}"
+        );
+    }
+    stop(m.tasks).await;
 }
 
 #[tokio::test]

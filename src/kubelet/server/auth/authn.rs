@@ -126,6 +126,16 @@ pub struct AuthnParams {
     pub webhook_enabled: bool,
 }
 
+/// Identifies no one: every request is unauthenticated.
+struct NoOneAuthenticator;
+
+#[async_trait::async_trait]
+impl Authenticator for NoOneAuthenticator {
+    async fn authenticate(&self, _req: &Parts) -> Result<Option<UserInfo>, AuthError> {
+        Ok(None)
+    }
+}
+
 /// Builds the chain. `token` is the webhook token authenticator (issue 6);
 /// it is required when the webhook is enabled, as the Go kubelet requires an
 /// API client for it.
@@ -141,11 +151,15 @@ pub fn build_authenticator(
         chain.push(token.ok_or(AuthError::NoClientForWebhookAuthn)?);
     }
     if chain.is_empty() {
-        return if params.anonymous {
-            Ok(Arc::new(AnonymousAuthenticator))
-        } else {
-            Err(AuthError::NoAuthenticationMethod)
-        };
+        if params.anonymous {
+            return Ok(Arc::new(AnonymousAuthenticator));
+        }
+        // The Go kubelet starts this way too (its empty client-CA provider
+        // still counts as a method) and answers 401 to every request.
+        tracing::warn!(
+            "No authentication method configured (anonymous and webhook authentication off, no clientCAFile): every request to the kubelet's main port is refused with 401"
+        );
+        return Ok(Arc::new(NoOneAuthenticator));
     }
     let identified = AuthenticatedGroupAdder::wrap(UnionAuthenticator::combine(chain));
     if params.anonymous {
@@ -296,13 +310,7 @@ mod tests {
                 Out::NoOpinion,
                 Ok(Some((ANONYMOUS_USER, vec![ALL_UNAUTHENTICATED]))),
             ),
-            (
-                false,
-                false,
-                false,
-                Out::NoOpinion,
-                Err("No authentication method configured"),
-            ),
+            (false, false, false, Out::NoOpinion, Ok(None)),
             (
                 false,
                 true,

@@ -86,8 +86,6 @@ pub enum AuthError {
         path: std::path::PathBuf,
         reason: String,
     },
-    #[error("No authentication method configured")]
-    NoAuthenticationMethod,
     #[error("no client provided, cannot use webhook authentication")]
     NoClientForWebhookAuthn,
     #[error("no client provided, cannot use webhook authorization")]
