@@ -468,3 +468,50 @@ async fn an_unseen_mirror_makes_the_status_forgotten_then_resent() {
         .await
         .expect("stops");
 }
+
+/// Statuses made while an earlier write waited (here: all queued before the
+/// sync task runs) are coalesced: one GET and one PATCH carrying the newest
+/// version, never the ones it replaced (issue 15).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_versions_are_coalesced_into_one_write_of_the_newest() {
+    let r = rig("coalesce").await;
+    if r.api.is_real() {
+        crate::support::apiserver::testkit::skip(crate::support::apiserver::Unsupported(
+            "the request log",
+        ));
+        return;
+    }
+    let pod = r.api.put(&bound_pod(&r.ns, "co", &r.node, json!({}))).await;
+    r.pods.add_pod(Arc::new(pod.clone()));
+    r.api.clear_requests().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tx.send(update(&pod, 1, pending(T0))).unwrap();
+    tx.send(update(&pod, 2, pending(T0))).unwrap();
+    tx.send(update(&pod, 3, running(T0))).unwrap();
+    let tasks = TaskSet::new();
+    r.syncer.start(
+        tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
+        &tasks,
+    );
+    r.api
+        .wait_for::<Pod>(Some(&r.ns), "co", WAIT, |p| {
+            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = r.api.requests().unwrap();
+    let patches = status_patches(&log, "co");
+    assert_eq!(patches.len(), 1, "one write for three queued versions");
+    let gets = log
+        .iter()
+        .filter(|q| q.method == "GET" && q.name.as_deref() == Some("co"))
+        .count();
+    assert_eq!(gets, 1, "one read");
+    drop(tx);
+    tasks
+        .into_shutdown_handle()
+        .shutdown(Duration::from_secs(5))
+        .await
+        .unwrap();
+    r.api.cleanup().await;
+}

@@ -3,7 +3,8 @@
 //! statuses the kubelet computes to the API server.
 //!
 //! - Every new status version is synced at once, and every 10 s a batch
-//!   pass syncs whatever is behind ([`SYNC_PERIOD`]).
+//!   pass syncs whatever is behind ([`SYNC_PERIOD`]). Versions that queue
+//!   up while a write waits are coalesced: only each pod's newest is sent.
 //! - A sync GETs the pod, merges the status ([`merge::merge_pod_status`]) and
 //!   PATCHes the status subresource with a strategic merge patch carrying
 //!   the UID precondition ([`patch::prepare_pod_status_patch`]) — only when
@@ -30,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
@@ -151,13 +152,33 @@ impl StatusSyncer {
                 _ = stop.cancelled() => return,
                 update = updates.next() => {
                     let Some(update) = update else { return };
-                    crate::vlog!(5, pod_uid = %update.pod_uid, status_version = update.version,
-                        "Status Manager: syncing pod with status from podStatusChannel");
-                    let uid = update.pod_uid.clone();
-                    if self.record(update)
-                        && let Some(latest) = self.statuses.get(&uid).cloned()
-                    {
-                        self.sync_pod(&uid, &latest).await;
+                    // Everything already queued behind it (statuses made
+                    // while the last write waited for the API budget) is
+                    // taken in too: each pod's newest version is written
+                    // once, the ones it replaced never.
+                    let mut due: Vec<String> = Vec::new();
+                    let mut ended = false;
+                    let mut next = Some(update);
+                    while let Some(update) = next.take() {
+                        crate::vlog!(5, pod_uid = %update.pod_uid, status_version = update.version,
+                            "Status Manager: syncing pod with status from podStatusChannel");
+                        let uid = update.pod_uid.clone();
+                        if self.record(update) && !due.contains(&uid) {
+                            due.push(uid);
+                        }
+                        match updates.next().now_or_never() {
+                            Some(Some(more)) => next = Some(more),
+                            Some(None) => ended = true,
+                            None => {}
+                        }
+                    }
+                    for uid in due {
+                        if let Some(latest) = self.statuses.get(&uid).cloned() {
+                            self.sync_pod(&uid, &latest).await;
+                        }
+                    }
+                    if ended {
+                        return;
                     }
                 }
                 _ = tick.tick() => {
