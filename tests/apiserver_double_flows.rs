@@ -338,8 +338,16 @@ async fn token_request_issues_a_bound_token_that_authenticates() {
     pods.delete("p", &DeleteParams::default().grace_period(0))
         .await
         .unwrap();
+    // (kube-apiserver caches a token's success for up to 10 s.)
     let gone = api.client(&KubeUser::Token(st.token)).await;
-    assert_eq!(api_error(gone.list_core_api_versions().await).code, 401);
+    let refused = support::eventually(Duration::from_secs(15), || async {
+        match gone.list_core_api_versions().await {
+            Err(kube::Error::Api(s)) if s.code == 401 => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(refused.is_some(), "the token of a deleted pod is refused");
 
     let short: TokenRequest =
         obj(json!({"spec": {"audiences": ["api"], "expirationSeconds": 100}}));
