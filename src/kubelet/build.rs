@@ -45,6 +45,7 @@ use crate::kubelet::prober::exec::CriCommandRunner;
 use crate::kubelet::prober::manager::{ProberDeps, ProberOptions, ResultStreams};
 use crate::kubelet::prober::probe::ProbeGates;
 use crate::kubelet::runtime_state::RuntimeState;
+use crate::kubelet::server::handlers::KubeletSources;
 use crate::kubelet::stats::NodeStatsProvider;
 use crate::kubelet::status::{ActiveDeadline, ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::streaming::KubeletStreaming;
@@ -132,41 +133,35 @@ pub struct Kubelet {
 }
 
 impl Kubelet {
-    /// What /pods and /runningpods/ show.
-    pub fn pods_provider(&self) -> Arc<KubeletPods> {
-        Arc::new(KubeletPods {
-            pod_manager: self.pod_manager.clone(),
-            status_manager: self.status_manager.clone(),
-            runtime: self.runtime.clone(),
-        })
-    }
-
-    /// What /containerLogs/ serves.
-    pub fn container_logs(&self) -> Arc<KubeletContainerLogs> {
-        Arc::new(KubeletContainerLogs {
-            pod_manager: self.pod_manager.clone(),
-            status_manager: self.status_manager.clone(),
-            runtime: self.runtime_service.clone(),
-            clock: self.clock.clone(),
-        })
-    }
-
-    /// What /metrics/resource reports.
-    pub fn resource_usage(&self) -> Arc<eviction::KubeletResourceUsage> {
-        Arc::new(eviction::KubeletResourceUsage {
+    /// What the servers' routes read: /pods and /runningpods/, the stats
+    /// summary and resource metrics, /containerLogs/, and /exec/,
+    /// /attach/, /portForward/ and /run/.
+    pub fn server_sources(&self) -> KubeletSources {
+        let usage = Arc::new(eviction::KubeletResourceUsage {
             stats: self.stats.clone(),
             pod_manager: self.pod_manager.clone(),
             rates: Default::default(),
-        })
-    }
-
-    /// What /exec/, /attach/, /portForward/ and /run/ reach.
-    pub fn streaming(&self) -> Arc<KubeletStreaming> {
-        Arc::new(KubeletStreaming {
-            pod_manager: self.pod_manager.clone(),
-            runtime: self.runtime.clone(),
-            runtime_service: self.runtime_service.clone(),
-        })
+        });
+        KubeletSources {
+            pods: Arc::new(KubeletPods {
+                pod_manager: self.pod_manager.clone(),
+                status_manager: self.status_manager.clone(),
+                runtime: self.runtime.clone(),
+            }),
+            summary: usage.clone(),
+            resource_usage: usage,
+            container_logs: Arc::new(KubeletContainerLogs {
+                pod_manager: self.pod_manager.clone(),
+                status_manager: self.status_manager.clone(),
+                runtime: self.runtime_service.clone(),
+                clock: self.clock.clone(),
+            }),
+            streaming: Arc::new(KubeletStreaming {
+                pod_manager: self.pod_manager.clone(),
+                runtime: self.runtime.clone(),
+                runtime_service: self.runtime_service.clone(),
+            }),
+        }
     }
 
     /// The `syncloop` health check (max(2 × syncFrequency, 5 min)).
@@ -458,6 +453,9 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         node_ips: node_ips.clone(),
         host_ips: node_ip_source.api(),
     });
+    let mirror_pods = api_objects
+        .as_ref()
+        .map(|a| a.mirror_pods(&node_name, &pod_manager, &pod_workers));
     let syncer = Arc::new(PodSyncer {
         runtime: rt.runtime.clone(),
         status_manager: status_manager.clone(),
@@ -473,6 +471,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         recorder: recorder.clone(),
         soft_admission: Arc::new(SoftAdmission::from_host()),
         dirs: dirs.clone(),
+        mirror_pods: mirror_pods.clone(),
     });
     let (stats, eviction_manager) = eviction::build(eviction::EvictionInputs {
         server: &server,
@@ -520,6 +519,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         cgroups_per_qos: c.cgroups_per_qos,
         keep_terminated_pod_volumes: server.flags.keep_terminated_pod_volumes,
         backoff_gc: Some(Arc::new(move || gc_backoff.gc())),
+        mirror_pods,
     });
     let monitor = SyncLoopMonitor::default();
     let sync_loop = SyncLoop {
@@ -548,7 +548,6 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
                 pod_workers: pod_workers.clone(),
                 volume_manager: volume_manager.clone(),
                 pod_container_manager: c.cgroups_per_qos.then(|| pod_container_manager.clone()),
-                sources_ready: sources_ready.clone(),
                 status_manager: status_manager.clone(),
             };
             let node = api::ApiNode::build(
