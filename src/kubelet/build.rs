@@ -453,9 +453,6 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         node_ips: node_ips.clone(),
         host_ips: node_ip_source.api(),
     });
-    let mirror_pods = api_objects
-        .as_ref()
-        .map(|a| a.mirror_pods(&node_name, &pod_manager, &pod_workers));
     let syncer = Arc::new(PodSyncer {
         runtime: rt.runtime.clone(),
         status_manager: status_manager.clone(),
@@ -471,7 +468,6 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         recorder: recorder.clone(),
         soft_admission: Arc::new(SoftAdmission::from_host()),
         dirs: dirs.clone(),
-        mirror_pods: mirror_pods.clone(),
     });
     let (stats, eviction_manager) = eviction::build(eviction::EvictionInputs {
         server: &server,
@@ -519,7 +515,6 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         cgroups_per_qos: c.cgroups_per_qos,
         keep_terminated_pod_volumes: server.flags.keep_terminated_pod_volumes,
         backoff_gc: Some(Arc::new(move || gc_backoff.gc())),
-        mirror_pods,
     });
     let monitor = SyncLoopMonitor::default();
     let sync_loop = SyncLoop {
@@ -548,6 +543,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
                 pod_workers: pod_workers.clone(),
                 volume_manager: volume_manager.clone(),
                 pod_container_manager: c.cgroups_per_qos.then(|| pod_container_manager.clone()),
+                sources_ready: sources_ready.clone(),
                 status_manager: status_manager.clone(),
             };
             let node = api::ApiNode::build(

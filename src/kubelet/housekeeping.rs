@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use crate::cm::{CgroupName, PodContainerManager};
 use crate::kubelet::container::{Runtime, format_pod};
 use crate::kubelet::pod::PodManager;
-use crate::kubelet::pod_sync::{MirrorPods, PodVolumes, ProbeManager};
+use crate::kubelet::pod_sync::{PodVolumes, ProbeManager};
 use crate::kubelet::pod_workers::{KillPodOptions, PodWorkerState, PodWorkers, UpdatePodOptions};
 use crate::kubelet::status::StatusManager;
 use crate::kubelet::sync_loop::{filter_out_inactive_pods, is_admitted_pod_terminal};
@@ -41,8 +41,6 @@ pub struct Housekeeping {
     pub cgroups_per_qos: bool,
     pub keep_terminated_pod_volumes: bool,
     pub backoff_gc: Option<BackoffGcFn>,
-    /// Mirror pods (with an API server).
-    pub mirror_pods: Option<Arc<dyn MirrorPods>>,
 }
 
 /// What one housekeeping pass did, for logs and tests.
@@ -173,11 +171,6 @@ impl Housekeeping {
             .await
         {
             tracing::error!(err = %e, "Failed cleaning up orphaned pod directories");
-        }
-
-        if let Some(mirror) = &self.mirror_pods {
-            crate::vlog!(3, "Clean up orphaned mirror pods");
-            mirror.delete_orphaned_mirror_pods().await;
         }
 
         if self.cgroups_per_qos {

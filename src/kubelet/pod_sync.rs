@@ -38,23 +38,12 @@ use crate::kubelet::runtime_state::{self, RuntimeState};
 use crate::kubelet::status::generate::is_terminal_phase;
 use crate::kubelet::status::{ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::sync_loop::admission::SoftAdmission;
-use crate::kubelet::types::{SyncPodType, is_static_pod};
+use crate::kubelet::types::SyncPodType;
 pub use seams::{NoSecretManager, PodVolumes, ProbeManager, PullSecrets};
 
 /// Reasons of start failures that are back-offs: shown in status, not
 /// reported as sync errors.
 const BACKOFF_REASONS: [&str; 2] = ["CrashLoopBackOff", "ImagePullBackOff"];
-
-/// Mirror pods of static pods on the API server (none standalone): pod
-/// sync creates or replaces a static pod's mirror, housekeeping deletes the
-/// mirrors whose static pod is gone.
-#[async_trait::async_trait]
-pub trait MirrorPods: Send + Sync {
-    /// Creates the static pod's mirror pod, replacing an outdated one.
-    async fn sync_mirror_pod(&self, pod: &Pod);
-    /// Deletes mirror pods whose static pod no longer exists.
-    async fn delete_orphaned_mirror_pods(&self);
-}
 
 /// Everything pod sync drives.
 pub struct PodSyncer {
@@ -74,8 +63,6 @@ pub struct PodSyncer {
     pub soft_admission: Arc<SoftAdmission>,
     /// The layout under `--root-dir`.
     pub dirs: PodDirs,
-    /// Mirror pods (with an API server).
-    pub mirror_pods: Option<Arc<dyn MirrorPods>>,
 }
 
 /// Creates the pod's data directories (makePodDataDirs).
@@ -300,12 +287,6 @@ impl PodSyncHandler for PodSyncer {
 
         if self.cgroups_per_qos && !cancel.is_cancelled() {
             self.ensure_pod_cgroup(pod, &status, api_running).await?;
-        }
-
-        if is_static_pod(pod)
-            && let Some(mirror) = &self.mirror_pods
-        {
-            mirror.sync_mirror_pod(pod).await;
         }
 
         if let Err(e) = make_pod_data_dirs(&self.dirs, Self::uid(pod)).await {

@@ -6,19 +6,17 @@
 //!   cache and the service lister.
 //! - [`ApiNode::build`], last (Go sets its node status functions last):
 //!   node registration and status over the eviction manager's pressure and
-//!   the volume manager's volumes in use, the node lease and the status
-//!   sync.
-//!
-//! Mirror pods ([`ApiObjects::mirror_pods`]) are reconciled by pod sync
-//! (create or replace) and housekeeping (delete orphans), as in Go.
+//!   the volume manager's volumes in use, the node lease, the status sync
+//!   and the mirror pods.
 //!
 //! Nothing is spawned before [`ApiKubelet::start`]. Subsystems see the Node
 //! only through [`NodeWatch`], which node status's watch feeds once started.
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use tokio::sync::watch;
 
 use crate::app::server::KubeletServer;
@@ -26,6 +24,7 @@ use crate::cadvisor::MachineInfoProvider;
 use crate::cm::{ContainerManager, PodContainerManager};
 use crate::cri::RuntimeServices;
 use crate::kubelet::client::KubeClients;
+use crate::kubelet::config::SourcesReady;
 use crate::kubelet::config::apiserver::ApiserverSource;
 use crate::kubelet::configmap::ObjectManagers;
 use crate::kubelet::events::EventRecorder;
@@ -36,10 +35,7 @@ use crate::kubelet::node_status::{
 use crate::kubelet::nodelease::LeaseController;
 use crate::kubelet::nodestatus::StatusSources;
 use crate::kubelet::nodestatus::sources::{CriRuntimeInfo, PressureSource, RuntimeInfo};
-use crate::kubelet::pod::{
-    BasicMirrorClient, PodManager, delete_orphaned_mirror_pods, sync_mirror_pod,
-};
-use crate::kubelet::pod_sync::MirrorPods;
+use crate::kubelet::pod::{BasicMirrorClient, PodManager, delete_orphaned_mirror_pods};
 use crate::kubelet::pod_workers::PodWorkers;
 use crate::kubelet::runtime_state::RuntimeState;
 use crate::kubelet::status::StatusManager;
@@ -51,6 +47,10 @@ use crate::util::lifecycle::TaskSet;
 use crate::volume::token_manager::TokenManager;
 
 use super::services::ServiceLister;
+
+/// How often static pods are checked for their mirror pods (Go does it in
+/// every pod sync and in housekeeping, every 2 s).
+pub const MIRROR_POD_PERIOD: Duration = Duration::from_secs(1);
 
 /// What run() hands NewMainKubelet in API-server mode.
 #[derive(Clone)]
@@ -186,25 +186,6 @@ impl ApiObjects {
         })
     }
 
-    /// Mirror pods, for pod sync and housekeeping.
-    pub fn mirror_pods(
-        &self,
-        node_name: &str,
-        pod_manager: &Arc<PodManager>,
-        pod_workers: &PodWorkers,
-    ) -> Arc<dyn MirrorPods> {
-        Arc::new(ApiMirrorPods {
-            client: BasicMirrorClient::new(
-                self.clients.main.clone(),
-                node_name,
-                Some(self.node.getter()),
-            ),
-            node: self.node.getter(),
-            pod_manager: pod_manager.clone(),
-            pod_workers: pod_workers.clone(),
-        })
-    }
-
     /// The "api" pod source: pods bound to this node, watched once the
     /// Node has been seen.
     pub fn pod_source(&self, node_name: &str) -> ApiserverSource {
@@ -230,6 +211,7 @@ pub struct NodeInputs {
     pub volume_manager: Arc<VolumeManager>,
     /// The pod cgroups (with cgroupsPerQOS).
     pub pod_container_manager: Option<Arc<dyn PodContainerManager>>,
+    pub sources_ready: SourcesReady,
     pub status_manager: Arc<StatusManager>,
 }
 
@@ -239,6 +221,7 @@ pub struct ApiNode {
     node_status: Arc<NodeStatusManager>,
     lease: Arc<LeaseController>,
     syncer: StatusSyncer,
+    mirror: MirrorPods,
 }
 
 impl ApiNode {
@@ -309,10 +292,22 @@ impl ApiNode {
             clock,
         )
         .with_forget(Arc::new(move |uid| status_manager.delete_pod_status(uid)));
+        let mirror = MirrorPods {
+            client: Arc::new(BasicMirrorClient::new(
+                clients.main.clone(),
+                node_name,
+                Some(objects.node.getter()),
+            )),
+            node: objects.node.getter(),
+            pod_manager: inputs.pod_manager,
+            pod_workers: inputs.pod_workers,
+            sources_ready: inputs.sources_ready,
+        };
         Ok(ApiNode {
             node_status,
             lease,
             syncer,
+            mirror,
         })
     }
 }
@@ -326,8 +321,8 @@ pub struct ApiKubelet {
 impl ApiKubelet {
     /// Start phase (Kubelet.Run's API-server part): the clients' watchers,
     /// node status (whose watch feeds the Node channel), the lease, the
-    /// status sync over `status_manager`, the object managers and the
-    /// token cache.
+    /// status sync over `status_manager`, the object managers, the token
+    /// cache and the mirror pods.
     pub fn start(self, tasks: &TaskSet, status_manager: &StatusManager) {
         let ApiKubelet { objects, node } = self;
         objects.clients.start(tasks);
@@ -340,34 +335,54 @@ impl ApiKubelet {
         objects.objects.start(tasks);
         objects.services.start(tasks);
         objects.tokens.start(tasks);
+        let mirror = node.mirror;
+        let stop = tasks.token();
+        tasks.spawn("mirror-pods", async move {
+            loop {
+                mirror.sync().await;
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(MIRROR_POD_PERIOD) => {}
+                }
+            }
+        });
     }
 }
 
-/// Mirror pods for the static pods the kubelet runs, over the API server.
-struct ApiMirrorPods {
-    client: BasicMirrorClient,
+/// Mirror pods for the static pods the kubelet runs.
+struct MirrorPods {
+    client: Arc<BasicMirrorClient>,
     node: Arc<dyn NodeGetter>,
     pod_manager: Arc<PodManager>,
     pod_workers: PodWorkers,
+    sources_ready: SourcesReady,
 }
 
-#[async_trait::async_trait]
-impl MirrorPods for ApiMirrorPods {
-    async fn sync_mirror_pod(&self, pod: &Pod) {
-        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        if !is_static_pod(pod) || self.pod_workers.is_pod_termination_requested(uid) {
-            return;
-        }
+impl MirrorPods {
+    /// Creates (or replaces outdated) mirror pods of running static pods,
+    /// then deletes the mirror pods whose static pod is gone.
+    async fn sync(&self) {
         let node = self.node.get_node_any_way().ok();
-        let mirror = self.pod_manager.get_mirror_pod_by_pod(pod);
-        sync_mirror_pod(&self.client, pod, mirror.as_deref(), node.as_ref()).await;
-    }
-
-    async fn delete_orphaned_mirror_pods(&self) {
-        let workers = &self.pod_workers;
-        delete_orphaned_mirror_pods(&self.client, &self.pod_manager, |full| {
-            workers.is_pod_for_mirror_pod_terminating_by_full_name(full)
-        })
-        .await;
+        for pod in self.pod_manager.get_pods() {
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            if !is_static_pod(&pod) || self.pod_workers.is_pod_termination_requested(uid) {
+                continue;
+            }
+            let mirror = self.pod_manager.get_mirror_pod_by_pod(&pod);
+            crate::kubelet::pod::sync_mirror_pod(
+                self.client.as_ref(),
+                &pod,
+                mirror.as_deref(),
+                node.as_ref(),
+            )
+            .await;
+        }
+        if self.sources_ready.all_ready() {
+            let workers = &self.pod_workers;
+            delete_orphaned_mirror_pods(self.client.as_ref(), &self.pod_manager, |full| {
+                workers.is_pod_for_mirror_pod_terminating_by_full_name(full)
+            })
+            .await;
+        }
     }
 }

@@ -497,7 +497,6 @@ impl Stack {
             recorder: events.clone(),
             soft_admission: Arc::new(super::admission::SoftAdmission::with_apparmor(apparmor)),
             dirs: crate::kubelet::pod_dirs::PodDirs::new(root.path()),
-            mirror_pods: None,
         });
         let cache = Arc::new(crate::kubelet::container::PodCache::new());
         let work_queue = Arc::new(crate::kubelet::pod_workers::WorkQueue::new(clock.clone()));
@@ -519,7 +518,6 @@ impl Stack {
             cgroups_per_qos: true,
             keep_terminated_pod_volumes: false,
             backoff_gc: None,
-            mirror_pods: None,
         });
         Stack {
             runtime,
