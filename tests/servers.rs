@@ -14,13 +14,13 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use kubelet::configz::Configz;
-use kubelet::healthz::server::{HealthzServer, HealthzServerParams};
 use kubelet::healthz::{Healthz, named_check};
 use kubelet::kubelet::server::auth::{
     AlwaysAllowAuthorizer, AlwaysDenyAuthorizer, AuthnParams, Authorizer, ClientCaBundle,
     KubeletAuth, UserInfo, build_authenticator,
 };
 use kubelet::kubelet::server::handlers::{ServerHandlers, main_router, read_only_router};
+use kubelet::kubelet::server::healthz_server::{HealthzServer, HealthzServerParams};
 use kubelet::kubelet::server::router::{Router, text};
 use kubelet::kubelet::server::tls::{TlsParams, initialize_tls};
 use kubelet::kubelet::server::{HttpServer, handler_fn, main_server, read_only_server};
@@ -200,6 +200,7 @@ fn handlers() -> ServerHandlers {
         healthz: Healthz::new(),
         configz,
         metrics: Some(Arc::new(|| "kubelet_test_metric 1\n".to_string())),
+        kubelet: None,
     }
 }
 

@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::server::KubeletServer;
+use crate::apis::eviction::parse_threshold_config;
 use crate::cadvisor::{HostMachineInfo, MachineInfoProvider};
 use crate::cm::cpuset::CpuSet;
 use crate::cm::node_allocatable::NodeAllocatableConfig;
 use crate::cm::{CgroupDriver, CmFeatureGates, HostPaths, NodeConfig, ResourceList};
 use crate::features;
-use crate::kubelet::eviction::threshold::parse_threshold_config;
 use crate::util::clock::{Clock, RealClock};
 use crate::util::oom::OomAdjuster;
 use crate::util::quantity::Quantity;

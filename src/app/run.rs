@@ -19,7 +19,6 @@ use crate::cm::{ContainerManager, ContainerManagerImpl};
 use crate::configz::{Configz, KUBELET_CONFIG};
 use crate::cri::connect_runtime_services;
 use crate::healthz::Healthz;
-use crate::healthz::server::{HealthzServer, HealthzServerParams};
 use crate::kubelet::build::api::ApiClients;
 use crate::kubelet::client::{ClientParams, build_clients};
 use crate::kubelet::events::{
@@ -27,6 +26,7 @@ use crate::kubelet::events::{
 };
 use crate::kubelet::run::Running;
 use crate::kubelet::server::auth::{CA_RELOAD_PERIOD, ClientCaBundle, build_auth};
+use crate::kubelet::server::healthz_server::{HealthzServer, HealthzServerParams};
 use crate::kubelet::server::tls::{TlsParams, initialize_tls};
 use crate::util::lifecycle::TaskSet;
 use crate::util::lockfile::{KubeletLock, LockFileParams, obtain};

@@ -19,12 +19,6 @@ use crate::kubelet::run::{Running, StartError};
 use crate::kubelet::runonce::{RunOnceError, RunPodResult};
 use crate::kubelet::server::auth::KubeletAuth;
 use crate::kubelet::server::handlers::{ServerHandlers, main_router, read_only_router};
-use crate::kubelet::server::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
-use crate::kubelet::server::node_logs::{NODE_LOG_DIR, NODE_LOGS_PATH, node_logs_handler};
-use crate::kubelet::server::pods::{pods_handler, running_pods_handler};
-use crate::kubelet::server::resource_metrics::{RESOURCE_METRICS_PATH, resource_metrics_handler};
-use crate::kubelet::server::stats_summary::{STATS_SUMMARY_PATH, stats_summary_handler};
-use crate::kubelet::server::streaming::{Verb, streaming_handler};
 use crate::kubelet::server::tls::TlsOptions;
 use crate::kubelet::server::{ServerError, main_server, read_only_server};
 use crate::util::lifecycle::TaskSet;
@@ -123,10 +117,6 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     }
 
     // startKubelet: the kubelet, then its servers.
-    let pods = kubelet.pods_provider();
-    let container_logs = kubelet.container_logs();
-    let streaming = kubelet.streaming();
-    let resource_usage = kubelet.resource_usage();
     let healthz = Healthz::new();
     let health = kubelet.sync_loop_health();
     healthz
@@ -138,29 +128,13 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         healthz,
         configz: p.configz,
         metrics: Some(Arc::new(crate::metrics::render_text)),
+        kubelet: Some(kubelet.server_sources()),
     };
     let c = &server.config;
     let running = kubelet.start(p.tasks).await?;
 
     if c.enable_server {
-        let mut router = main_router(&handlers, c.enable_debugging_handlers)?;
-        router.handle("/pods", pods_handler(pods.clone()))?;
-        router.handle(
-            RESOURCE_METRICS_PATH,
-            resource_metrics_handler(resource_usage.clone()),
-        )?;
-        router.handle(
-            STATS_SUMMARY_PATH,
-            stats_summary_handler(resource_usage.clone()),
-        )?;
-        if c.enable_debugging_handlers {
-            router.handle("/runningpods/", running_pods_handler(pods.clone()))?;
-            router.handle(CONTAINER_LOGS_PATH, container_logs_handler(container_logs))?;
-            router.handle(NODE_LOGS_PATH, node_logs_handler(NODE_LOG_DIR))?;
-            for verb in [Verb::Exec, Verb::Attach, Verb::PortForward, Verb::Run] {
-                router.handle(verb.path(), streaming_handler(verb, streaming.clone()))?;
-            }
-        }
+        let router = main_router(&handlers, c.enable_debugging_handlers)?;
         let tls = p
             .tls
             .server_config()
@@ -170,13 +144,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
             .await?
             .start(p.tasks);
     }
-    let mut ro_router = read_only_router(&handlers)?;
-    ro_router.handle("/pods", pods_handler(pods))?;
-    ro_router.handle(
-        RESOURCE_METRICS_PATH,
-        resource_metrics_handler(resource_usage.clone()),
-    )?;
-    ro_router.handle(STATS_SUMMARY_PATH, stats_summary_handler(resource_usage))?;
+    let ro_router = read_only_router(&handlers)?;
     if let Some(ro) = read_only_server(c.address.clone(), c.read_only_port as u16, ro_router) {
         ro.bind().await?.start(p.tasks);
     }

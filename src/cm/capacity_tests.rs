@@ -8,8 +8,8 @@ use super::capacity::*;
 use super::cpuset::CpuSet;
 use super::node_allocatable::*;
 use super::resources::ResourceList;
+use crate::apis::eviction::parse_threshold_config;
 use crate::cadvisor::{Core, FsInfo, HugePagesInfo, MachineInfo, NumaNode};
-use crate::kubelet::eviction::threshold::parse_threshold_config;
 
 fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -63,7 +63,7 @@ fn gonode() -> MachineInfo {
     }
 }
 
-fn default_hard_eviction() -> Vec<crate::kubelet::eviction::threshold::Threshold> {
+fn default_hard_eviction() -> Vec<crate::apis::eviction::Threshold> {
     let hard = strings(&[
         ("memory.available", "100Mi"),
         ("nodefs.available", "10%"),

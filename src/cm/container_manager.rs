@@ -41,7 +41,7 @@ const PERIODIC_TASKS_INTERVAL: Duration = Duration::from_secs(300);
 const NODE_ALLOCATABLE_RETRY: Duration = Duration::from_secs(60);
 
 /// Event type (the kubelet's).
-pub use crate::kubelet::events::EventType;
+pub use crate::util::event_type::EventType;
 
 /// Where the container manager reports events about the node.
 pub trait NodeEventRecorder: Send + Sync + 'static {

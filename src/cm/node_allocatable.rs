@@ -11,9 +11,7 @@ use super::resources::{
     RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PID, ResourceConfig,
     ResourceList, hugepage_limits,
 };
-use crate::kubelet::eviction::threshold::{
-    Signal, Threshold, ThresholdOperator, get_threshold_quantity,
-};
+use crate::apis::eviction::{Signal, Threshold, ThresholdOperator, get_threshold_quantity};
 use crate::util::quantity::Quantity;
 
 /// `enforceNodeAllocatable` keys.

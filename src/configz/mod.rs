@@ -11,9 +11,7 @@ use std::sync::{Arc, RwLock};
 use http::{HeaderValue, Request, StatusCode, header};
 use serde::Serialize;
 
-use crate::kubelet::server::router::{
-    Handler, HandlerFuture, RequestBody, Router, RouterError, respond,
-};
+use crate::util::router::{Handler, HandlerFuture, RequestBody, Router, RouterError, respond};
 
 /// The section name the kubelet uses for its configuration.
 pub const KUBELET_CONFIG: &str = "kubeletconfig";
@@ -187,15 +185,14 @@ mod tests {
 
         let mut router = Router::new();
         cz.install(&mut router).unwrap();
-        let crate::kubelet::server::router::Route::Handler { handler, .. } =
-            router.route("/configz", None)
+        let crate::util::router::Route::Handler { handler, .. } = router.route("/configz", None)
         else {
             panic!("configz not routed");
         };
         let resp = handler
             .call(
                 Request::get("/configz")
-                    .body(crate::kubelet::server::router::request_body(""))
+                    .body(crate::util::router::request_body(""))
                     .unwrap(),
             )
             .await;

@@ -5,19 +5,15 @@
 //! listing (reasons withheld, `healthz check failed`) when one fails;
 //! `?verbose` lists the checks on success too, `?exclude=<name>` skips a
 //! check, `/healthz/<name>` runs one. Later subsystems register their checks
-//! (sync loop liveness, PLEG health) into a shared [`Healthz`].
-//!
-//! The standalone server on healthzBindAddress:healthzPort is in
-//! [`server`].
-
-pub mod server;
+//! (sync loop liveness, PLEG health) into a shared [`Healthz`]. The standalone server on
+//! healthzBindAddress:healthzPort is `kubelet::server::healthz_server`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, RwLock};
 
 use http::{HeaderValue, Request, StatusCode, header};
 
-use crate::kubelet::server::router::{
+use crate::util::router::{
     Handler, HandlerFuture, RequestBody, ResponseBody, Router, RouterError, http_error, not_found,
     text,
 };
@@ -390,12 +386,10 @@ mod tests {
         ];
         for (path, status, want) in cases {
             let req = Request::get(path)
-                .body(crate::kubelet::server::router::request_body(""))
+                .body(crate::util::router::request_body(""))
                 .unwrap();
             let resp = match router.route(path, None) {
-                crate::kubelet::server::router::Route::Handler { handler, .. } => {
-                    handler.call(req).await
-                }
+                crate::util::router::Route::Handler { handler, .. } => handler.call(req).await,
                 _ => not_found(),
             };
             let (s, b) = body(resp).await;

@@ -11,59 +11,51 @@
 pub mod adapters;
 pub mod api;
 pub mod eviction;
+pub mod runtime;
 pub mod services;
+pub mod volumes;
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::app::server::KubeletServer;
-use crate::cm::{ContainerManager, PodContainerManager};
+use crate::cm::ContainerManager;
 use crate::cri::RuntimeServices;
 use crate::features;
 use crate::kubelet::config::{FileSource, HttpSource, PodConfig, PodUpdates, SourcesReady};
 use crate::kubelet::container::{GcPolicy, PodCache, Runtime};
 use crate::kubelet::container_logs::KubeletContainerLogs;
 use crate::kubelet::events::{EventRecorder, LoggingRecorder};
-use crate::kubelet::eviction::{
-    EvictionAdmitHandler, EvictionConfig, EvictionDeps, EvictionManager, MemoryCgroup,
-    RuntimeContainerGc,
-};
+use crate::kubelet::eviction::{EvictionAdmitHandler, EvictionManager};
 use crate::kubelet::housekeeping::Housekeeping;
-use crate::kubelet::images::{
-    CriImageFsStats, IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, ImageGcManager, ImageGcPolicy,
-    ImageManager, PullSettings, RuntimeImageService, TokenBucket,
-};
-use crate::kubelet::kuberuntime::manager::{CRASH_BACKOFF_INITIAL, CRASH_BACKOFF_MAX};
-use crate::kubelet::kuberuntime::{
-    KubeGenericRuntimeManager, RuntimeManagerConfig, RuntimeManagerDeps, RuntimeSettings,
-};
+use crate::kubelet::images::ImageGcManager;
+use crate::kubelet::kuberuntime::RuntimeSettings;
 use crate::kubelet::network::dns::DnsConfigurer;
-use crate::kubelet::pleg::{EventStream, GenericPleg, event_stream};
+use crate::kubelet::pleg::{EventStream, GenericPleg};
 use crate::kubelet::pod::PodManager;
 use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_sync::{NoSecretManager, PodSyncer, PodVolumes, ProbeManager};
-use crate::kubelet::pod_workers::{PodEventRecorder, PodWorkers, PodWorkersConfig, WorkQueue};
+use crate::kubelet::pod_workers::{
+    PodEventRecorder, PodWorkers, PodWorkersConfig, PodWorkersStart, WorkQueue,
+};
 use crate::kubelet::prober::ProberManager;
 use crate::kubelet::prober::exec::CriCommandRunner;
 use crate::kubelet::prober::manager::{ProberDeps, ProberOptions, ResultStreams};
 use crate::kubelet::prober::probe::ProbeGates;
-use crate::kubelet::runtime_helper::{KubeletRuntimeHelper, RuntimeHelperConfig};
+use crate::kubelet::runtime_state::RuntimeState;
+use crate::kubelet::server::handlers::KubeletSources;
 use crate::kubelet::stats::NodeStatsProvider;
 use crate::kubelet::status::{ActiveDeadline, ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::streaming::KubeletStreaming;
 use crate::kubelet::sync_loop::admission::{Admission, PreemptFn, SoftAdmission, SysctlAllowlist};
 use crate::kubelet::sync_loop::container_deletor::{ContainerDeletor, ContainerDeletorTask};
 use crate::kubelet::sync_loop::fit::AdmissionNode;
-use crate::kubelet::sync_loop::runtime_state::RuntimeState;
-use crate::kubelet::sync_loop::{SyncLoop, SyncLoopMonitor, active_pods};
-use crate::kubelet::volumemanager::{VolumeManager, VolumeManagerDeps};
-use crate::util::backoff::Backoff;
+use crate::kubelet::sync_loop::{SyncLoop, SyncLoopMonitor};
+use crate::kubelet::volumemanager::VolumeManager;
 use crate::util::clock::Clock;
-use crate::volume::util::mount::SystemMounter;
-use crate::volume::{PluginManager, VolumeHost};
-use adapters::{KubeletPods, NodeResources, Probes, RecorderEvents, Volumes, WorkersHandle};
+use adapters::{KubeletPods, NodeResources, Probes, RecorderEvents, Volumes};
 
 /// Why the kubelet could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +67,7 @@ pub enum BuildError {
     #[error("invalid image garbage collection policy: {0}")]
     ImageGc(String),
     #[error("failed to set up the API server parts: {0}")]
-    Api(String),
+    Api(#[from] api::ApiBuildError),
     #[error("failed to set up the eviction manager: {0}")]
     Eviction(String),
 }
@@ -102,10 +94,8 @@ pub struct KubeletDeps {
 /// The built kubelet, ready for its start phase.
 pub struct Kubelet {
     pub server: Arc<KubeletServer>,
-    pub node_name: String,
     pub clock: Arc<dyn Clock>,
     pub dirs: PodDirs,
-    pub pod_logs_root: PathBuf,
     pub container_logs_dir: Option<PathBuf>,
     pub pod_config: PodConfig,
     pub updates: PodUpdates,
@@ -113,7 +103,8 @@ pub struct Kubelet {
     pub pod_manager: Arc<PodManager>,
     pub status_manager: Arc<StatusManager>,
     pub pod_workers: PodWorkers,
-    pub pod_cache: Arc<PodCache>,
+    /// The pod workers' start half (runs them over `syncer`).
+    pub pod_workers_start: PodWorkersStart,
     pub runtime: Arc<dyn Runtime>,
     /// The CRI runtime service itself (container logs).
     pub runtime_service: Arc<dyn crate::cri::RuntimeService>,
@@ -127,9 +118,7 @@ pub struct Kubelet {
     pub volume_manager: Arc<VolumeManager>,
     pub image_gc: Arc<ImageGcManager>,
     pub container_gc_policy: GcPolicy,
-    pub crash_backoff: Arc<Backoff>,
     pub container_manager: Arc<dyn ContainerManager>,
-    pub pod_container_manager: Arc<dyn PodContainerManager>,
     pub node_resources: Arc<NodeResources>,
     pub runtime_state: Arc<RuntimeState>,
     pub syncer: Arc<PodSyncer>,
@@ -144,41 +133,35 @@ pub struct Kubelet {
 }
 
 impl Kubelet {
-    /// What /pods and /runningpods/ show.
-    pub fn pods_provider(&self) -> Arc<KubeletPods> {
-        Arc::new(KubeletPods {
-            pod_manager: self.pod_manager.clone(),
-            status_manager: self.status_manager.clone(),
-            runtime: self.runtime.clone(),
-        })
-    }
-
-    /// What /containerLogs/ serves.
-    pub fn container_logs(&self) -> Arc<KubeletContainerLogs> {
-        Arc::new(KubeletContainerLogs {
-            pod_manager: self.pod_manager.clone(),
-            status_manager: self.status_manager.clone(),
-            runtime: self.runtime_service.clone(),
-            clock: self.clock.clone(),
-        })
-    }
-
-    /// What /metrics/resource reports.
-    pub fn resource_usage(&self) -> Arc<eviction::KubeletResourceUsage> {
-        Arc::new(eviction::KubeletResourceUsage {
+    /// What the servers' routes read: /pods and /runningpods/, the stats
+    /// summary and resource metrics, /containerLogs/, and /exec/,
+    /// /attach/, /portForward/ and /run/.
+    pub fn server_sources(&self) -> KubeletSources {
+        let usage = Arc::new(eviction::KubeletResourceUsage {
             stats: self.stats.clone(),
             pod_manager: self.pod_manager.clone(),
             rates: Default::default(),
-        })
-    }
-
-    /// What /exec/, /attach/, /portForward/ and /run/ reach.
-    pub fn streaming(&self) -> Arc<KubeletStreaming> {
-        Arc::new(KubeletStreaming {
-            pod_manager: self.pod_manager.clone(),
-            runtime: self.runtime.clone(),
-            runtime_service: self.runtime_service.clone(),
-        })
+        });
+        KubeletSources {
+            pods: Arc::new(KubeletPods {
+                pod_manager: self.pod_manager.clone(),
+                status_manager: self.status_manager.clone(),
+                runtime: self.runtime.clone(),
+            }),
+            summary: usage.clone(),
+            resource_usage: usage,
+            container_logs: Arc::new(KubeletContainerLogs {
+                pod_manager: self.pod_manager.clone(),
+                status_manager: self.status_manager.clone(),
+                runtime: self.runtime_service.clone(),
+                clock: self.clock.clone(),
+            }),
+            streaming: Arc::new(KubeletStreaming {
+                pod_manager: self.pod_manager.clone(),
+                runtime: self.runtime.clone(),
+                runtime_service: self.runtime_service.clone(),
+            }),
+        }
     }
 
     /// The `syncloop` health check (max(2 × syncFrequency, 5 min)).
@@ -330,7 +313,11 @@ async fn local_node_host_ips(node_ips: &[IpAddr], hostname: &str, node_name: &st
     }
 }
 
-/// NewMainKubelet.
+/// NewMainKubelet: the composition, in the order of Go's. Cycles are
+/// broken without set-once cells: the pod workers' handle exists before
+/// the subsystems that ask it what runs (its start half gets the pod
+/// syncer), the Node is a channel created first and fed by node status,
+/// and node status is built last, over the eviction and volume managers.
 pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> {
     let KubeletDeps {
         server,
@@ -352,56 +339,27 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         None => Arc::new(LoggingRecorder),
     };
     let recorder: Arc<dyn PodEventRecorder> = Arc::new(RecorderEvents(events.clone()));
-    let pressure = eviction::LatePressure::default();
-    let mut api = match &api_clients {
-        Some(a) => Some(
-            api::build(
-                a,
-                &server,
-                &node_name,
-                &hostname,
-                &runtime_services,
-                api::NodeInputs {
-                    container_manager: container_manager.clone(),
-                    pressure: Arc::new(pressure.clone()),
-                },
-                clock.clone(),
-            )
-            .map_err(BuildError::Api)?,
-        ),
+    let api_objects = match &api_clients {
+        Some(a) => Some(api::ApiObjects::build(
+            a,
+            &server,
+            &node_name,
+            clock.clone(),
+        )?),
         None => None,
     };
-
     let (pod_config, updates) = PodConfig::new(clock.clone());
     pod_sources(&server, &node_name, &pod_config)?;
-    if let Some(a) = &api {
+    if let Some(a) = &api_objects {
         tracing::info!("Adding apiserver pod source");
-        pod_config.add_source(Box::new(a.pod_source()));
+        pod_config.add_source(Box::new(a.pod_source(&node_name)));
     }
     let sources_ready = pod_config.sources_ready();
-
-    let pod_manager = Arc::new(match &api {
+    let pod_manager = Arc::new(match &api_objects {
         Some(a) => PodManager::with_registrars(a.objects.registrars()),
         None => PodManager::new(),
     });
-    let host_ips = api.as_ref().map(|a| a.host_ips());
-    // Without an API server the kubelet's own idea of its Node stands in
-    // (Go's initial node): its addresses give status.hostIP.
-    let local_host_ips = match &api {
-        Some(_) => Vec::new(),
-        None => local_node_host_ips(&node_ips, &hostname, &node_name).await,
-    };
     let status_manager = Arc::new(StatusManager::new(pod_manager.clone(), clock.clone()));
-    let reasons = Arc::new(ReasonCache::new());
-    let deadline_events = recorder.clone();
-    let deadline = Arc::new(ActiveDeadline::new(
-        status_manager.clone(),
-        clock.clone(),
-        Some(Arc::new(move |pod, reason, message| {
-            deadline_events.pod_event(pod, crate::cm::EventType::Normal, reason, message)
-        })),
-    ));
-
     let (prober, probe_streams) = ProberManager::new(ProberDeps {
         status: status_manager.clone(),
         runner: Arc::new(CriCommandRunner::new(runtime_services.runtime.clone())),
@@ -412,19 +370,20 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         },
     });
     let probes: Arc<Probes> = Arc::new(Probes(prober.clone()));
-    let generator = Arc::new(StatusGenerator {
-        status_manager: status_manager.clone(),
-        reasons: reasons.clone(),
-        probes: probes.clone(),
-        deadline: deadline.clone(),
-        node_ips: node_ips.clone(),
-        host_ips: host_ips.clone(),
-    });
     let runtime_state = Arc::new(RuntimeState::new(clock.clone()));
     let pod_cache = Arc::new(PodCache::new());
     let work_queue = Arc::new(WorkQueue::new(clock.clone()));
-    let workers_handle = WorkersHandle::default();
-
+    let workers_config = PodWorkersConfig {
+        resync_interval: c.sync_frequency.to_std(),
+        ..Default::default()
+    };
+    let (pod_workers, pod_workers_start) = PodWorkers::new(
+        pod_cache.clone(),
+        work_queue.clone(),
+        recorder.clone(),
+        clock.clone(),
+        workers_config,
+    );
     let node_resources = Arc::new(NodeResources::default());
     let capacity = container_manager
         .get_capacity(c.local_storage_capacity_isolation)
@@ -434,169 +393,68 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         &container_manager.get_node_allocatable_reservation(),
         i64::from(c.max_pods),
     ));
-
-    let mut volume_host = VolumeHost::new(
-        dirs.clone(),
-        Arc::new(SystemMounter),
-        clock.clone(),
-        node_resources.clone(),
+    let volume_manager = volumes::volume_manager(
+        &dirs,
+        &node_resources,
+        api_objects.as_ref(),
+        &pod_manager,
+        &pod_workers,
+        &sources_ready,
+        &clock,
     );
-    if let Some(a) = &api {
-        volume_host = volume_host
-            .with_config_maps(a.objects.config_maps.clone())
-            .with_secrets(a.objects.secrets.clone())
-            .with_tokens(a.tokens.clone());
-    }
-    let volume_manager = Arc::new(VolumeManager::new(VolumeManagerDeps {
-        plugins: Arc::new(PluginManager::new(Arc::new(volume_host))),
-        pods: pod_manager.clone(),
-        pod_state: Arc::new(workers_handle.clone()),
-        sources_ready: Arc::new(sources_ready.clone()),
-        clock: clock.clone(),
-    }));
     let volumes: Arc<dyn PodVolumes> = Arc::new(Volumes(volume_manager.clone()));
-
     let pod_container_manager = container_manager.new_pod_container_manager();
-    let dns = DnsConfigurer {
-        cluster_dns: c
-            .cluster_dns
-            .iter()
-            .filter_map(|s| s.parse().ok())
-            .collect(),
-        cluster_domain: c.cluster_domain.clone(),
-        resolver_config: c.resolver_config.clone(),
-        node_ips: node_ips.clone(),
-        expanded_dns_config: server
-            .feature_gate
-            .enabled(features::Feature("ExpandedDNSConfig")),
+    let dns = dns_configurer(&server, &node_ips);
+    let node_ip_source = match &api_objects {
+        Some(a) => NodeIps::Api(a.node.host_ips()),
+        None => NodeIps::Local(local_node_host_ips(&node_ips, &hostname, &node_name).await),
     };
-    let helper = Arc::new(KubeletRuntimeHelper {
-        config: RuntimeHelperConfig {
-            root_dir: dirs.root_dir().to_path_buf(),
-            cluster_domain: c.cluster_domain.clone(),
-            node_ips: node_ips.clone(),
-            host_ips: {
-                let ips = host_ips.clone();
-                Arc::new(move || {
-                    ips.as_ref()
-                        .map(|f| f().iter().map(ToString::to_string).collect())
-                        .unwrap_or_else(|| local_host_ips.clone())
-                })
-            },
-            node_allocatable: {
-                let r = node_resources.clone();
-                Arc::new(move || r.api())
-            },
-            master_service_namespace: server.flags.master_service_namespace.clone(),
-            node_hosts_file,
-        },
-        dns: dns.clone(),
-        volumes: volumes.clone(),
-        pod_container_manager: pod_container_manager.clone(),
-        recorder: recorder.clone(),
-        config_maps: api.as_ref().map(|a| {
-            a.objects.config_maps.clone() as Arc<dyn crate::kubelet::envvars::ConfigMapGetter>
-        }),
-        secrets: api
-            .as_ref()
-            .map(|a| a.objects.secrets.clone() as Arc<dyn crate::kubelet::envvars::SecretGetter>),
-        services: api.as_ref().map(|a| {
-            let lister = a.services.clone();
-            Arc::new(move || lister.snapshot()) as crate::kubelet::runtime_helper::ServicesFn
-        }),
+    let helper = runtime::runtime_helper(runtime::HelperInputs {
+        server: &server,
+        dirs: &dirs,
+        node_ips: &node_ips,
+        host_ips: &node_ip_source,
+        node_resources: &node_resources,
+        node_hosts_file,
+        dns: &dns,
+        volumes: &volumes,
+        pod_container_manager: &pod_container_manager,
+        recorder: &recorder,
+        api: api_objects.as_ref(),
     });
-
-    let limiter = TokenBucket::new(
-        f64::from(c.registry_pull_qps),
-        c.registry_burst.max(0) as u32,
-        clock.clone(),
-    );
-    let image_service = Arc::new(RuntimeImageService::new(
-        runtime_services.image.clone(),
-        limiter,
-    ));
-    let image_manager = Arc::new(ImageManager::new(
-        image_service.clone(),
-        events.clone(),
-        Arc::new(Backoff::new(
-            IMAGE_BACKOFF_INITIAL,
-            IMAGE_BACKOFF_MAX,
-            clock.clone(),
-        )),
-        PullSettings {
-            serialize_image_pulls: c.serialize_image_pulls,
-            max_parallel_image_pulls: None,
-        },
-    ));
-    let crash_backoff = Arc::new(Backoff::new(
-        CRASH_BACKOFF_INITIAL,
-        CRASH_BACKOFF_MAX,
-        clock.clone(),
-    ));
-    let runtime_manager = KubeGenericRuntimeManager::new(
-        RuntimeManagerConfig {
-            settings: runtime_settings(&server, container_manager.as_ref(), &dirs),
-            cluster_domain: c.cluster_domain.clone(),
-            runtime_class_handlers: None,
-            pod_logs_root: pod_logs_root.clone(),
-            legacy_log_symlinks_dir: container_logs_dir.clone(),
-        },
-        RuntimeManagerDeps {
-            runtime_service: runtime_services.runtime.clone(),
-            image_service: image_service.clone(),
-            image_manager,
-            helper,
-            pod_state: Arc::new(workers_handle.clone()),
-            liveness: prober.liveness_results(),
-            startup: prober.startup_results(),
-            recorder: events.clone(),
-            crash_backoff: crash_backoff.clone(),
-            clock: clock.clone(),
-        },
-    )
-    .await
-    .map_err(|e| BuildError::Runtime(e.to_string()))?;
-    let runtime: Arc<dyn Runtime> = Arc::new(runtime_manager);
-
-    let (pleg_tx, pleg_events) = event_stream();
-    let pleg = Arc::new(GenericPleg::new(
-        runtime.clone(),
-        pod_cache.clone(),
-        pleg_tx,
-        clock.clone(),
-    ));
-    let pleg_health = pleg.clone();
+    let rt = runtime::build(runtime::RuntimeInputs {
+        server: &server,
+        dirs: &dirs,
+        container_manager: container_manager.as_ref(),
+        runtime_services: &runtime_services,
+        helper,
+        pod_state: pod_workers.clone(),
+        prober: &prober,
+        events: &events,
+        pod_cache: &pod_cache,
+        pod_logs_root: &pod_logs_root,
+        container_logs_dir: &container_logs_dir,
+        node_name: &node_name,
+        clock: &clock,
+    })
+    .await?;
+    let pleg_health = rt.pleg.clone();
     runtime_state.add_health_check(
         "PLEG",
         Arc::new(move || pleg_health.healthy().map_err(|e| e.to_string())),
     );
-
-    let image_gc = Arc::new(
-        ImageGcManager::new(
-            runtime.clone(),
-            image_service,
-            Arc::new(CriImageFsStats::new(runtime_services.image.clone())),
-            events.clone(),
-            node_ref(&node_name),
-            ImageGcPolicy {
-                high_threshold_percent: c.image_gc_high_threshold_percent,
-                low_threshold_percent: c.image_gc_low_threshold_percent,
-                min_age: c.image_minimum_gc_age.to_std(),
-            },
-            server.flags.pod_infra_container_image.clone(),
-            clock.clone(),
-        )
-        .map_err(|e| BuildError::ImageGc(e.to_string()))?,
-    );
-    let container_gc_policy = GcPolicy {
-        min_age: server.flags.minimum_gc_age.to_std(),
-        max_per_pod_container: server.flags.max_per_pod_container_count,
-        max_containers: server.flags.max_container_count,
-    };
-
-    let soft_admission = Arc::new(SoftAdmission::from_host());
+    let reasons = Arc::new(ReasonCache::new());
+    let deadline = active_deadline(&status_manager, &recorder, &clock);
+    let generator = Arc::new(StatusGenerator {
+        status_manager: status_manager.clone(),
+        reasons: reasons.clone(),
+        probes: probes.clone(),
+        deadline: deadline.clone(),
+        node_ips: node_ips.clone(),
+        host_ips: node_ip_source.api(),
+    });
     let syncer = Arc::new(PodSyncer {
-        runtime: runtime.clone(),
+        runtime: rt.runtime.clone(),
         status_manager: status_manager.clone(),
         generator,
         reasons,
@@ -608,125 +466,50 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         probes: probes.clone(),
         secrets: Arc::new(NoSecretManager),
         recorder: recorder.clone(),
-        soft_admission,
+        soft_admission: Arc::new(SoftAdmission::from_host()),
         dirs: dirs.clone(),
     });
-    let pod_workers = PodWorkers::new(
-        syncer.clone(),
-        pod_cache.clone(),
-        work_queue.clone(),
-        recorder.clone(),
-        clock.clone(),
-        PodWorkersConfig {
-            resync_interval: c.sync_frequency.to_std(),
-            ..Default::default()
-        },
-    );
-    workers_handle.set(pod_workers.clone());
-    if let Some(a) = api.as_mut() {
-        a.wire(api::KubeletParts {
-            pod_manager: pod_manager.clone(),
-            pod_workers: pod_workers.clone(),
-            volume_manager: volume_manager.clone(),
-            pod_container_manager: c.cgroups_per_qos.then(|| pod_container_manager.clone()),
-            sources_ready: sources_ready.clone(),
-            status_manager: status_manager.clone(),
-        });
-    }
-
-    let preempt_workers = pod_workers.clone();
-    let preempt: PreemptFn = Arc::new(move |pod| {
-        let workers = preempt_workers.clone();
-        Box::pin(async move {
-            let status_fn: crate::kubelet::pod_workers::PodStatusFn = Arc::new(|s| {
-                s.phase = Some("Failed".into());
-                s.reason = Some("Preempting".into());
-                s.message = Some("Preempted in order to admit critical pod".into());
-            });
-            workers
-                .kill_pod_now(pod, true, None, Some(status_fn))
-                .await
-                .map_err(|e| e.to_string())
-        })
-    });
-
-    let stats = eviction::stats_provider(
-        &node_name,
-        Path::new(&server.flags.root_directory),
-        &pod_logs_root,
-        &container_manager.get_pod_cgroup_root(),
-        c.cgroup_driver == "systemd",
-        &runtime_services,
-    )
-    .await
-    .map_err(|e| BuildError::Eviction(e.to_string()))?;
-    let mut eviction_config =
-        EvictionConfig::from_kubelet_config(c).map_err(|e| BuildError::Eviction(e.to_string()))?;
-    if eviction_config.kernel_memcg_notification {
-        let sc = stats.config();
-        if !sc.unified {
-            eviction_config.memory_cgroup = Some(MemoryCgroup {
-                mount: sc.memory_cgroup_mount.clone(),
-                pods_cgroup: sc.pods_cgroup.clone(),
-            });
-        }
-    }
-    let eviction_active = {
-        let (pm, workers, status) = (
-            pod_manager.clone(),
-            pod_workers.clone(),
-            status_manager.clone(),
-        );
-        Arc::new(move || active_pods(&pm, &workers, &status))
-    };
-    let cleaned_workers = pod_workers.clone();
-    let eviction_gc_ready = sources_ready.clone();
-    let eviction_manager = EvictionManager::new(
-        eviction_config,
-        EvictionDeps {
-            stats: stats.clone(),
-            killer: Arc::new(eviction::WorkersPodKiller(pod_workers.clone())),
-            image_gc: image_gc.clone(),
-            container_gc: Arc::new(RuntimeContainerGc::new(
-                runtime.clone(),
-                container_gc_policy,
-                Arc::new(move || eviction_gc_ready.all_ready()),
-            )),
-            recorder: events.clone(),
-            node_ref: node_ref(&node_name),
-            clock: clock.clone(),
-            active_pods: eviction_active,
-            pod_cleaned_up: Arc::new(move |pod: &k8s_openapi::api::core::v1::Pod| {
-                !cleaned_workers
-                    .could_have_running_containers(pod.metadata.uid.as_deref().unwrap_or_default())
-            }),
-        },
-    );
-    pressure.set(eviction_manager.clone());
-
-    let eviction_admit = EvictionAdmitHandler::new(eviction_manager.clone());
+    let (stats, eviction_manager) = eviction::build(eviction::EvictionInputs {
+        server: &server,
+        node_name: &node_name,
+        pod_logs_root: &pod_logs_root,
+        container_manager: container_manager.as_ref(),
+        runtime_services: &runtime_services,
+        runtime: &rt.runtime,
+        image_gc: &rt.image_gc,
+        gc_policy: rt.container_gc_policy,
+        pod_manager: &pod_manager,
+        pod_workers: &pod_workers,
+        status_manager: &status_manager,
+        sources_ready: &sources_ready,
+        events: &events,
+        clock: &clock,
+    })
+    .await?;
+    let node_getter = api_objects.as_ref().map(|a| a.node.getter());
     let admission = Arc::new(Admission {
-        eviction: Some(Arc::new(move |pod| eviction_admit.admit(pod))),
+        eviction: Some(admit_through(&eviction_manager)),
         node: Arc::new(admission_node(
             &server,
             &node_name,
             &hostname,
             node_resources.clone(),
-            api.as_ref().map(|a| a.node()),
+            node_getter,
         )),
         sysctls: SysctlAllowlist::new(&c.allowed_unsafe_sysctls),
-        preempt: Some(preempt),
+        preempt: Some(preempt_through(&pod_workers)),
     });
-
-    let (container_deletor, container_deletor_task) =
-        ContainerDeletor::new(runtime.clone(), container_gc_policy.max_per_pod_container);
-    let gc_backoff = crash_backoff.clone();
+    let (container_deletor, container_deletor_task) = ContainerDeletor::new(
+        rt.runtime.clone(),
+        rt.container_gc_policy.max_per_pod_container,
+    );
+    let gc_backoff = rt.crash_backoff.clone();
     let housekeeping = Arc::new(Housekeeping {
         pod_manager: pod_manager.clone(),
         pod_workers: pod_workers.clone(),
         status_manager: status_manager.clone(),
         probes: probes.clone() as Arc<dyn ProbeManager>,
-        runtime: runtime.clone(),
+        runtime: rt.runtime.clone(),
         volumes,
         pod_container_manager: pod_container_manager.clone(),
         cgroups_per_qos: c.cgroups_per_qos,
@@ -746,20 +529,44 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         runtime_state: runtime_state.clone(),
         housekeeping,
         container_deletor,
-        pod_cache: pod_cache.clone(),
+        pod_cache,
         monitor: monitor.clone(),
         clock: clock.clone(),
     };
-
+    let api = match (api_clients, api_objects) {
+        (Some(clients), Some(objects)) => {
+            let inputs = api::NodeInputs {
+                container_manager: container_manager.clone(),
+                pressure: eviction_manager.clone(),
+                runtime_state: runtime_state.clone(),
+                pod_manager: pod_manager.clone(),
+                pod_workers: pod_workers.clone(),
+                volume_manager: volume_manager.clone(),
+                pod_container_manager: c.cgroups_per_qos.then(|| pod_container_manager.clone()),
+                sources_ready: sources_ready.clone(),
+                status_manager: status_manager.clone(),
+            };
+            let node = api::ApiNode::build(
+                &clients,
+                &objects,
+                &server,
+                &node_name,
+                &hostname,
+                &runtime_services,
+                inputs,
+                clock.clone(),
+            )?;
+            Some(api::ApiKubelet { objects, node })
+        }
+        _ => None,
+    };
     Ok(Kubelet {
         runtime_service: runtime_services.runtime.clone(),
         eviction_manager,
         stats,
         server,
-        node_name,
         clock,
         dirs,
-        pod_logs_root,
         container_logs_dir,
         pod_config,
         updates,
@@ -767,18 +574,16 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         pod_manager,
         status_manager,
         pod_workers,
-        pod_cache,
-        runtime,
-        pleg,
-        pleg_events,
+        pod_workers_start,
+        runtime: rt.runtime,
+        pleg: rt.pleg,
+        pleg_events: rt.pleg_events,
         prober,
         probe_streams,
         volume_manager,
-        image_gc,
-        container_gc_policy,
-        crash_backoff,
+        image_gc: rt.image_gc,
+        container_gc_policy: rt.container_gc_policy,
         container_manager,
-        pod_container_manager,
         node_resources,
         runtime_state,
         syncer,
@@ -789,6 +594,95 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         dns,
         recorder,
         api,
+    })
+}
+
+/// Where pods' host IPs come from: the registered Node, or (standalone) the
+/// Node the kubelet would register (Go's initial node).
+enum NodeIps {
+    Api(Arc<dyn Fn() -> Vec<IpAddr> + Send + Sync>),
+    Local(Vec<String>),
+}
+
+impl NodeIps {
+    fn api(&self) -> Option<Arc<dyn Fn() -> Vec<IpAddr> + Send + Sync>> {
+        match self {
+            NodeIps::Api(f) => Some(f.clone()),
+            NodeIps::Local(_) => None,
+        }
+    }
+
+    fn strings(&self) -> Arc<dyn Fn() -> Vec<String> + Send + Sync> {
+        match self {
+            NodeIps::Api(f) => {
+                let f = f.clone();
+                Arc::new(move || f().iter().map(ToString::to_string).collect())
+            }
+            NodeIps::Local(ips) => {
+                let ips = ips.clone();
+                Arc::new(move || ips.clone())
+            }
+        }
+    }
+}
+
+fn dns_configurer(server: &KubeletServer, node_ips: &[IpAddr]) -> DnsConfigurer {
+    let c = &server.config;
+    DnsConfigurer {
+        cluster_dns: c
+            .cluster_dns
+            .iter()
+            .filter_map(|s| s.parse().ok())
+            .collect(),
+        cluster_domain: c.cluster_domain.clone(),
+        resolver_config: c.resolver_config.clone(),
+        node_ips: node_ips.to_vec(),
+        expanded_dns_config: server
+            .feature_gate
+            .enabled(features::Feature("ExpandedDNSConfig")),
+    }
+}
+
+/// activeDeadlineSeconds, with its events.
+fn active_deadline(
+    status_manager: &Arc<StatusManager>,
+    recorder: &Arc<dyn PodEventRecorder>,
+    clock: &Arc<dyn Clock>,
+) -> Arc<ActiveDeadline> {
+    let events = recorder.clone();
+    Arc::new(ActiveDeadline::new(
+        status_manager.clone(),
+        clock.clone(),
+        Some(Arc::new(move |pod, reason, message| {
+            events.pod_event(pod, crate::cm::EventType::Normal, reason, message)
+        })),
+    ))
+}
+
+/// The eviction admit handler.
+fn admit_through(
+    eviction_manager: &Arc<EvictionManager>,
+) -> crate::kubelet::sync_loop::admission::AdmitFn {
+    let handler = EvictionAdmitHandler::new(eviction_manager.clone());
+    Arc::new(move |pod| handler.admit(pod))
+}
+
+/// Critical pod preemption: the victim is killed through the pod workers.
+fn preempt_through(pod_workers: &PodWorkers) -> PreemptFn {
+    let workers = pod_workers.clone();
+    Arc::new(move |pod| {
+        let workers = workers.clone();
+        Box::pin(async move {
+            let status_fn: crate::kubelet::pod_workers::PodStatusFn = Arc::new(|s| {
+                s.phase = Some("Failed".into());
+                s.reason = Some("Preempting".into());
+                s.message = Some("Preempted in order to admit critical pod".into());
+            });
+            workers
+                .kill_pod_now(pod, true, None, Some(status_fn))
+                .await
+                .map_err(|e| e.to_string())
+        })
     })
 }
 

@@ -236,9 +236,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_desired_pod_the_workers_never_saw_is_dispatched() {
-        let stack = Stack::new(true);
+        let mut stack = Stack::new(true);
         let tasks = TaskSet::new();
-        stack.workers.start(&tasks);
+        stack.start_workers(&tasks);
         stack.start_fake_pleg(&tasks, None);
         let pod = static_pod("lost", &["app"]);
         stack.pod_manager.add_pod(pod.clone());
@@ -267,9 +267,9 @@ mod tests {
 
     #[tokio::test]
     async fn orphaned_cgroups_go_unless_volumes_remain() {
-        let stack = Stack::new(true);
+        let mut stack = Stack::new(true);
         let tasks = TaskSet::new();
-        stack.workers.start(&tasks);
+        stack.start_workers(&tasks);
         stack
             .pcm
             .cgroups
@@ -300,9 +300,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_pod_recreated_under_a_terminated_uid_starts_again() {
-        let stack = Stack::new(true);
+        let mut stack = Stack::new(true);
         let tasks = TaskSet::new();
-        stack.workers.start(&tasks);
+        stack.start_workers(&tasks);
         stack.start_fake_pleg(&tasks, None);
         let pod = static_pod("again", &["app"]);
         stack.pod_manager.add_pod(pod.clone());

@@ -34,10 +34,10 @@ use crate::kubelet::pod_workers::{
     EventType, NETWORK_NOT_READY_ERROR_MSG, PodEventRecorder, PodStatusFn, PodSyncError,
     PodSyncHandler,
 };
+use crate::kubelet::runtime_state::{self, RuntimeState};
 use crate::kubelet::status::generate::is_terminal_phase;
 use crate::kubelet::status::{ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::sync_loop::admission::SoftAdmission;
-use crate::kubelet::sync_loop::runtime_state::RuntimeState;
 use crate::kubelet::types::SyncPodType;
 pub use seams::{NoSecretManager, PodVolumes, ProbeManager, PullSecrets};
 
@@ -127,7 +127,7 @@ fn sync_result_error(result: &PodSyncResult) -> Option<String> {
             ));
         }
     }
-    crate::kubelet::sync_loop::runtime_state::aggregate(&errs)
+    crate::kubelet::runtime_state::aggregate(&errs)
 }
 
 impl PodSyncer {
@@ -273,7 +273,7 @@ impl PodSyncHandler for PodSyncer {
             });
         }
 
-        if let Some(e) = self.runtime_state.network_errors()
+        if let Some(e) = runtime_state::aggregate(&self.runtime_state.network_errors())
             && !is_host_network_pod(pod)
         {
             self.event(

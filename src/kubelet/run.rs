@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::build::Kubelet;
 use crate::kubelet::pod_dirs::{DataDirOptions, setup_data_dirs};
-use crate::kubelet::sync_loop::runtime_state::RUNTIME_UP_PERIOD;
+use crate::kubelet::runtime_state::RUNTIME_UP_PERIOD;
 use crate::kubelet::sync_loop::{ProbeUpdates, SyncLoopInputs, active_pods};
 use crate::util::lifecycle::TaskSet;
 use crate::volume::util::mount::{SystemMounter, make_rshared};
@@ -66,14 +66,7 @@ impl Kubelet {
         .map_err(|e| StartError::Modules(e.to_string()))?;
         me.map_err(StartError::Modules)?;
         match self.api.take() {
-            Some(api) => {
-                let pleg = self.pleg.clone();
-                api.start(
-                    tasks,
-                    &self.status_manager,
-                    Arc::new(move || pleg.healthy().map_err(|e| e.to_string())),
-                );
-            }
+            Some(api) => api.start(tasks, &self.status_manager),
             None => {
                 tracing::info!("No API server defined - no node status update will be sent")
             }
@@ -85,7 +78,6 @@ impl Kubelet {
         self.spawn_runtime_up(tasks, fatal_tx);
         self.prober.start(tasks);
         self.pleg.start(tasks);
-        self.pod_workers.start(tasks);
         self.eviction_manager
             .start(tasks, crate::kubelet::eviction::MONITORING_INTERVAL);
         self.spawn_garbage_collection(tasks);
@@ -103,6 +95,7 @@ impl Kubelet {
                 tracing::warn!(reason = event.reason, message = %event.message, "Event");
             }
         }
+        self.pod_workers_start.start(tasks, self.syncer.clone());
         self.container_deletor.start(tasks);
         self.pod_config.start(tasks);
 

@@ -9,7 +9,7 @@ pub mod admission;
 pub mod container_deletor;
 pub mod fit;
 mod handlers;
-pub mod runtime_state;
+pub use crate::kubelet::runtime_state;
 
 #[cfg(test)]
 mod admission_tests;
@@ -143,7 +143,7 @@ impl SyncLoop {
         housekeeping_tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut backoff = BACKOFF_BASE;
         loop {
-            if let Some(e) = self.runtime_state.runtime_errors() {
+            if let Some(e) = runtime_state::aggregate(&self.runtime_state.runtime_errors()) {
                 tracing::error!(err = %e, "Skipping pod synchronization");
                 tokio::select! {
                     _ = stop.cancelled() => return,

@@ -2,13 +2,19 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod event_type;
+pub mod fieldpath;
 pub mod inotify;
 pub mod lifecycle;
 pub mod lockfile;
 pub mod node_name;
+pub mod object_getters;
 pub mod oom;
+pub mod pod_dirs;
 pub mod quantity;
+pub mod resource;
 pub mod rlimit;
+pub mod router;
 pub mod signals;
 pub mod strategicpatch;
 pub mod swap;

@@ -10,10 +10,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, DownwardAPIVolumeSource, Pod, Volume};
 
-use crate::kubelet::envvars::fieldpath::extract_field_path_as_string;
-use crate::kubelet::envvars::resource::{
-    extract_container_resource_value, merge_container_resource_limits,
-};
+use crate::util::fieldpath::extract_field_path_as_string;
+use crate::util::resource::{extract_container_resource_value, merge_container_resource_limits};
 use crate::volume::atomic_plugin::{AtomicKind, AtomicPlugin};
 use crate::volume::atomic_volume::AtomicVolume;
 use crate::volume::configmap::PROJECTING_ATTRIBUTES;

@@ -496,8 +496,7 @@ fn parse_size(text: &str, what: &str) -> Result<i64, VolumeError> {
 
 /// Creates `dir` with mode 0777 whatever the umask.
 fn setup_dir(dir: &Path) -> Result<(), VolumeError> {
-    crate::kubelet::pod_dirs::mkdir_all(dir, PERM)
-        .map_err(|e| VolumeError::io("mkdir", dir, &e))?;
+    crate::util::pod_dirs::mkdir_all(dir, PERM).map_err(|e| VolumeError::io("mkdir", dir, &e))?;
     let meta = fs::symlink_metadata(dir).map_err(|e| VolumeError::io("lstat", dir, &e))?;
     if meta.permissions().mode() & 0o777 != PERM {
         fs::set_permissions(dir, fs::Permissions::from_mode(PERM))
@@ -525,7 +524,7 @@ pub fn is_ready(dir: &Path) -> bool {
 
 /// Creates `<dir>/ready` (dir mode 0750); failures are logged.
 pub fn set_ready(dir: &Path) {
-    if let Err(e) = crate::kubelet::pod_dirs::mkdir_all(dir, 0o750) {
+    if let Err(e) = crate::util::pod_dirs::mkdir_all(dir, 0o750) {
         tracing::error!(dir = %dir.display(), error = %e, "Can't mkdir");
         return;
     }

@@ -6,7 +6,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::kubelet::envvars::GetError;
+use crate::util::object_getters::GetError;
 
 /// A volume operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
-use crate::kubelet::envvars::{ConfigMapGetter, SecretGetter};
-use crate::kubelet::pod_dirs::PodDirs;
 use crate::util::clock::Clock;
+use crate::util::object_getters::{ConfigMapGetter, SecretGetter};
+use crate::util::pod_dirs::PodDirs;
 use crate::volume::token_manager::TokenManager;
 use crate::volume::util::escape_qualified_name;
 use crate::volume::util::mount::MountInterface;

@@ -146,7 +146,7 @@ fn expect_type(
 }
 
 fn make_dir(path: &str) -> Result<(), VolumeError> {
-    match crate::kubelet::pod_dirs::mkdir_all(Path::new(path), 0o755) {
+    match crate::util::pod_dirs::mkdir_all(Path::new(path), 0o755) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(VolumeError::io("mkdir", Path::new(path), &e)),

@@ -11,6 +11,7 @@
 pub mod atomic_plugin;
 pub mod atomic_volume;
 pub mod configmap;
+pub mod container_mount;
 pub mod downwardapi;
 pub mod emptydir;
 pub mod error;

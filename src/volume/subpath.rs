@@ -17,8 +17,8 @@ use std::sync::Arc;
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
 
-use crate::kubelet::container::{Mount, SubPathMount};
-use crate::kubelet::pod_dirs::VOLUME_SUBPATHS_DIR_NAME;
+use crate::util::pod_dirs::VOLUME_SUBPATHS_DIR_NAME;
+use crate::volume::container_mount::{Mount, SubPathMount};
 use crate::volume::error::VolumeError;
 use crate::volume::util::mount::{MountInterface, cleanup_mount_point, is_not_mount_point};
 
@@ -278,7 +278,7 @@ pub fn prepare_safe_subpath(m: &dyn MountInterface, sp: &SubPath) -> Result<Path
         }
     }
     let parent = target.parent().unwrap_or(Path::new("/"));
-    crate::kubelet::pod_dirs::mkdir_all(parent, 0o750).map_err(|e| {
+    crate::util::pod_dirs::mkdir_all(parent, 0o750).map_err(|e| {
         VolumeError::other(format!(
             "error creating directory {}: {}",
             parent.display(),

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
-use crate::kubelet::envvars::{ConfigMapGetter, GetError, ObjectKind, SecretGetter};
-use crate::kubelet::pod_dirs::PodDirs;
 use crate::util::clock::RealClock;
+use crate::util::object_getters::{ConfigMapGetter, GetError, ObjectKind, SecretGetter};
+use crate::util::pod_dirs::PodDirs;
 use crate::volume::host::{StaticNodeAllocatable, VolumeHost};
 use crate::volume::util::mount::SystemMounter;
 

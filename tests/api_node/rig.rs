@@ -138,7 +138,7 @@ pub async fn node_rig(
     let runtime_state = Arc::new(RuntimeState::default());
     let tasks = TaskSet::new();
     recorder.start(&tasks, Arc::new(KubeEventSink::new(clients.events.clone())));
-    runtime_state.start_updater(&tasks, runtime.clone(), None);
+    runtime_state.start_updater(&tasks, runtime.clone());
     let params = NodeStatusParams {
         registration: RegistrationConfig {
             node_name: name.clone(),

@@ -3,7 +3,7 @@
 //! holds another's concrete type or the kubelet).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,6 +14,7 @@ use crate::kubelet::container::{Runtime, format_pod};
 use crate::kubelet::events::EventRecorder;
 use crate::kubelet::events::pod_ref;
 use crate::kubelet::kuberuntime::VolumeMap;
+use crate::kubelet::nodestatus::sources::VolumesInUse;
 use crate::kubelet::pod::PodManager;
 use crate::kubelet::pod_sync::{PodVolumes, ProbeManager};
 use crate::kubelet::pod_workers::{
@@ -27,39 +28,41 @@ use crate::kubelet::types::is_static_pod;
 use crate::kubelet::volumemanager::VolumeManager;
 use crate::util::quantity::Quantity;
 
-/// The pod workers, set once they exist (the runtime manager and the
-/// volume manager are built before them and ask about pods later).
-#[derive(Clone, Default)]
-pub struct WorkersHandle(Arc<OnceLock<PodWorkers>>);
-
-impl WorkersHandle {
-    pub fn set(&self, workers: PodWorkers) {
-        let _ = self.0.set(workers);
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&PodWorkers) -> T, before: T) -> T {
-        self.0.get().map_or(before, f)
-    }
-}
-
-impl crate::kubelet::kuberuntime::PodStateProvider for WorkersHandle {
+/// The pod workers answer what runs for the runtime manager.
+impl crate::kubelet::kuberuntime::PodStateProvider for PodWorkers {
     fn is_pod_termination_requested(&self, uid: &str) -> bool {
-        self.with(|w| w.is_pod_termination_requested(uid), false)
+        PodWorkers::is_pod_termination_requested(self, uid)
     }
     fn should_pod_content_be_removed(&self, uid: &str) -> bool {
-        self.with(|w| w.should_pod_content_be_removed(uid), false)
+        PodWorkers::should_pod_content_be_removed(self, uid)
     }
     fn should_pod_runtime_be_removed(&self, uid: &str) -> bool {
-        self.with(|w| w.should_pod_runtime_be_removed(uid), false)
+        PodWorkers::should_pod_runtime_be_removed(self, uid)
     }
 }
 
-impl crate::kubelet::volumemanager::PodStateProvider for WorkersHandle {
+/// The pod workers answer what runs for the volume manager.
+impl crate::kubelet::volumemanager::PodStateProvider for PodWorkers {
     fn should_pod_containers_be_terminating(&self, uid: &str) -> bool {
-        self.with(|w| w.should_pod_containers_be_terminating(uid), false)
+        PodWorkers::should_pod_containers_be_terminating(self, uid)
     }
     fn should_pod_runtime_be_removed(&self, uid: &str) -> bool {
-        self.with(|w| w.should_pod_runtime_be_removed(uid), false)
+        PodWorkers::should_pod_runtime_be_removed(self, uid)
+    }
+}
+
+/// The volume manager as node status sees it (volumes in use).
+pub struct VolumesReport(pub Arc<VolumeManager>);
+
+impl VolumesInUse for VolumesReport {
+    fn reconciler_synced(&self) -> bool {
+        self.0.states_synced()
+    }
+    fn volumes_in_use(&self) -> Vec<String> {
+        self.0.get_volumes_in_use()
+    }
+    fn mark_reported_in_use(&self, volumes: &[String]) {
+        self.0.mark_volumes_as_reported_in_use(volumes);
     }
 }
 

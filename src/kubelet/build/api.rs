@@ -1,16 +1,23 @@
-//! The API-server half of NewMainKubelet and Kubelet.Run: node registration
-//! and status, the node lease, the "api" pod source, the status sync, mirror
-//! pods, the ConfigMap/Secret managers and the service account token cache.
+//! The API-server half of NewMainKubelet and Kubelet.Run, in two builders:
 //!
-//! [`ApiKubelet::build`] constructs everything (no task, no request);
-//! [`ApiKubelet::start`] spawns the tasks. Subsystems see the Node only
-//! through [`NodeGetter`] closures over the node status manager's watch.
+//! - [`ApiObjects::build`], first (Go builds its node lister and object
+//!   managers early): the Node channel ([`NodeWatch`]), the "api" pod
+//!   source, the ConfigMap/Secret managers, the service account token
+//!   cache and the service lister.
+//! - [`ApiNode::build`], last (Go sets its node status functions last):
+//!   node registration and status over the eviction manager's pressure and
+//!   the volume manager's volumes in use, the node lease, the status sync
+//!   and the mirror pods.
+//!
+//! Nothing is spawned before [`ApiKubelet::start`]. Subsystems see the Node
+//! only through [`NodeWatch`], which node status's watch feeds once started.
 
 use std::net::IpAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
+use tokio::sync::watch;
 
 use crate::app::server::KubeletServer;
 use crate::cadvisor::MachineInfoProvider;
@@ -22,12 +29,15 @@ use crate::kubelet::config::apiserver::ApiserverSource;
 use crate::kubelet::configmap::ObjectManagers;
 use crate::kubelet::events::EventRecorder;
 use crate::kubelet::lifecycle::NodeGetter;
-use crate::kubelet::node_status::{NodeStatusDeps, NodeStatusManager, NodeStatusParams};
+use crate::kubelet::node_status::{
+    NodeStatusDeps, NodeStatusError, NodeStatusManager, NodeStatusParams,
+};
 use crate::kubelet::nodelease::LeaseController;
-use crate::kubelet::nodestatus::sources::{PressureSource, RuntimeInfo, VolumesInUse};
-use crate::kubelet::nodestatus::{RuntimeState as NodeRuntimeState, StatusSources};
+use crate::kubelet::nodestatus::StatusSources;
+use crate::kubelet::nodestatus::sources::{CriRuntimeInfo, PressureSource, RuntimeInfo};
 use crate::kubelet::pod::{BasicMirrorClient, PodManager, delete_orphaned_mirror_pods};
 use crate::kubelet::pod_workers::PodWorkers;
+use crate::kubelet::runtime_state::RuntimeState;
 use crate::kubelet::status::StatusManager;
 use crate::kubelet::status::sync::{ReclaimChecks, StatusSyncer};
 use crate::kubelet::types::is_static_pod;
@@ -52,33 +62,6 @@ pub struct ApiClients {
     pub machine_info: Arc<dyn MachineInfoProvider>,
 }
 
-/// The volume manager as node status sees it, set once it exists.
-#[derive(Clone, Default)]
-pub struct LateVolumes(Arc<OnceLock<Arc<VolumeManager>>>);
-
-impl LateVolumes {
-    pub fn set(&self, vm: Arc<VolumeManager>) {
-        let _ = self.0.set(vm);
-    }
-}
-
-impl VolumesInUse for LateVolumes {
-    fn reconciler_synced(&self) -> bool {
-        self.0.get().is_some_and(|v| v.states_synced())
-    }
-    fn volumes_in_use(&self) -> Vec<String> {
-        self.0
-            .get()
-            .map(|v| v.get_volumes_in_use())
-            .unwrap_or_default()
-    }
-    fn mark_reported_in_use(&self, volumes: &[String]) {
-        if let Some(v) = self.0.get() {
-            v.mark_volumes_as_reported_in_use(volumes);
-        }
-    }
-}
-
 /// The node's host IPs as its Node reports them (Go's getHostIPsAnyWay:
 /// the first InternalIP, else ExternalIP, of each family).
 pub fn node_host_ips(node: &Node) -> Vec<IpAddr> {
@@ -100,163 +83,196 @@ pub fn node_host_ips(node: &Node) -> Vec<IpAddr> {
     out
 }
 
-/// The built API-server parts.
-pub struct ApiKubelet {
-    pub clients: KubeClients,
-    pub node_status: Arc<NodeStatusManager>,
-    pub node_runtime_state: Arc<NodeRuntimeState>,
-    pub runtime_info: Arc<dyn RuntimeInfo>,
-    pub lease: Arc<LeaseController>,
-    pub objects: ObjectManagers,
-    pub tokens: Arc<TokenManager>,
-    pub volumes: LateVolumes,
-    pub services: ServiceLister,
-    node_name: String,
-    clock: Arc<dyn Clock>,
-    keep_terminated_pod_volumes: bool,
-    syncer: Option<StatusSyncer>,
-    mirror: Option<MirrorPods>,
+/// Why the API-server parts could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiBuildError {
+    #[error("invalid node status settings: {0}")]
+    NodeStatus(#[from] NodeStatusError),
+    #[error("failed to create the ConfigMap and Secret managers: {0}")]
+    Objects(String),
 }
 
-/// The first part of the build: everything that does not need the pod
-/// workers or the volume manager.
-/// What node status reads from the rest of the kubelet.
+/// The kubelet's Node as the API server last sent it (Go's node lister):
+/// created first, read by the object managers, the mirror client,
+/// admission and pod status; fed by node status's watch once started.
+#[derive(Clone)]
+pub struct NodeWatch {
+    node_name: String,
+    tx: watch::Sender<Option<Arc<Node>>>,
+}
+
+impl NodeWatch {
+    pub fn new(node_name: &str) -> Self {
+        NodeWatch {
+            node_name: node_name.to_string(),
+            tx: watch::channel(None).0,
+        }
+    }
+
+    /// The Node as last seen (Go's GetNode).
+    pub fn get(&self) -> Result<Arc<Node>, NodeStatusError> {
+        self.tx
+            .borrow()
+            .clone()
+            .ok_or_else(|| NodeStatusError::NotFound(self.node_name.clone()))
+    }
+
+    /// As the [`NodeGetter`] seam.
+    pub fn getter(&self) -> Arc<dyn NodeGetter> {
+        let me = self.clone();
+        Arc::new(move || me.get().map(|n| (*n).clone()).map_err(|e| e.to_string()))
+    }
+
+    /// The node's host IPs for pod status and the environment.
+    pub fn host_ips(&self) -> Arc<dyn Fn() -> Vec<IpAddr> + Send + Sync> {
+        let me = self.clone();
+        Arc::new(move || me.get().map(|n| node_host_ips(&n)).unwrap_or_default())
+    }
+
+    /// Start phase: follows `source` (node status's watch) until `tasks`
+    /// stops.
+    fn follow(&self, tasks: &TaskSet, mut source: watch::Receiver<Option<Arc<Node>>>) {
+        let tx = self.tx.clone();
+        let stop = tasks.token();
+        tasks.spawn("node-watch", async move {
+            loop {
+                let node = source.borrow_and_update().clone();
+                tx.send_replace(node);
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    changed = source.changed() => if changed.is_err() { return },
+                }
+            }
+        });
+    }
+}
+
+/// The API-server parts built first: everything that needs only the
+/// clients and the Node channel.
+pub struct ApiObjects {
+    pub clients: KubeClients,
+    pub node: NodeWatch,
+    pub objects: ObjectManagers,
+    pub tokens: Arc<TokenManager>,
+    pub services: ServiceLister,
+}
+
+impl ApiObjects {
+    pub fn build(
+        api: &ApiClients,
+        server: &KubeletServer,
+        node_name: &str,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, ApiBuildError> {
+        let c = &server.config;
+        let clients = api.clients.clone();
+        let node = NodeWatch::new(node_name);
+        let objects = ObjectManagers::new(
+            &c.config_map_and_secret_change_detection_strategy,
+            c.sync_frequency.to_std(),
+            clients.main.clone(),
+            clock.clone(),
+            node.getter(),
+        )
+        .map_err(|e| ApiBuildError::Objects(e.to_string()))?;
+        let tokens = crate::kubelet::token::new_token_manager(clients.main.clone(), clock);
+        let services = ServiceLister::new(clients.main.clone());
+        Ok(ApiObjects {
+            clients,
+            node,
+            objects,
+            tokens,
+            services,
+        })
+    }
+
+    /// The "api" pod source: pods bound to this node, watched once the
+    /// Node has been seen.
+    pub fn pod_source(&self, node_name: &str) -> ApiserverSource {
+        let node = self.node.clone();
+        ApiserverSource::new(
+            self.clients.main.clone(),
+            node_name,
+            Arc::new(move || node.get().is_ok()),
+        )
+    }
+}
+
+/// What node status and the status sync read from the rest of the kubelet.
 pub struct NodeInputs {
     /// Capacity, allocatable and the container manager's status.
     pub container_manager: Arc<dyn ContainerManager>,
     /// The pressure conditions (the eviction manager).
     pub pressure: Arc<dyn PressureSource>,
-}
-
-pub fn build(
-    api: &ApiClients,
-    server: &KubeletServer,
-    node_name: &str,
-    hostname: &str,
-    runtime_services: &RuntimeServices,
-    node: NodeInputs,
-    clock: Arc<dyn Clock>,
-) -> Result<ApiKubelet, String> {
-    let NodeInputs {
-        container_manager,
-        pressure,
-    } = node;
-    let c = &server.config;
-    let clients = api.clients.clone();
-    let runtime_info: Arc<dyn RuntimeInfo> =
-        Arc::new(crate::kubelet::nodestatus::sources::CriRuntimeInfo::new(
-            runtime_services.runtime.clone(),
-            runtime_services.image.clone(),
-        ));
-    let node_runtime_state = Arc::new(NodeRuntimeState::default());
-    let volumes = LateVolumes::default();
-    let sources = StatusSources::new(
-        container_manager,
-        api.machine_info.clone(),
-        runtime_info.clone(),
-        node_runtime_state.clone(),
-        pressure,
-        Arc::new(volumes.clone()),
-        clock.clone(),
-    );
-    let params =
-        NodeStatusParams::from_server(server, node_name, hostname).map_err(|e| e.to_string())?;
-    let node_status = NodeStatusManager::new(
-        params,
-        NodeStatusDeps {
-            client: clients.main.clone(),
-            heartbeat_client: clients.heartbeat.clone(),
-            sources,
-            recorder: api.recorder.clone(),
-            on_heartbeat_failure: Some(clients.heartbeat_failure_hook()),
-            reset_extended_resources: false,
-        },
-    );
-    let lease = LeaseController::new(
-        clients.heartbeat.clone(),
-        node_name,
-        c.node_lease_duration_seconds,
-        clock.clone(),
-        Some(clients.heartbeat_failure_hook()),
-    );
-    let objects = ObjectManagers::new(
-        &c.config_map_and_secret_change_detection_strategy,
-        c.sync_frequency.to_std(),
-        clients.main.clone(),
-        clock.clone(),
-        node_getter(&node_status),
-    )
-    .map_err(|e| e.to_string())?;
-    let tokens = crate::kubelet::token::new_token_manager(clients.main.clone(), clock.clone());
-    let services = ServiceLister::new(clients.main.clone());
-    Ok(ApiKubelet {
-        clients,
-        node_status,
-        node_runtime_state,
-        runtime_info,
-        lease,
-        objects,
-        tokens,
-        volumes,
-        services,
-        node_name: node_name.to_string(),
-        clock,
-        keep_terminated_pod_volumes: server.flags.keep_terminated_pod_volumes,
-        syncer: None,
-        mirror: None,
-    })
-}
-
-/// The kubelet's Node, as the watch last saw it.
-pub fn node_getter(node_status: &Arc<NodeStatusManager>) -> Arc<dyn NodeGetter> {
-    let ns = node_status.clone();
-    Arc::new(move || {
-        ns.get_node()
-            .map(|n| (*n).clone())
-            .map_err(|e| e.to_string())
-    })
-}
-
-/// What the second part of the build wires the API parts to.
-pub struct KubeletParts {
+    /// The kubelet's runtime state (the Ready condition).
+    pub runtime_state: Arc<RuntimeState>,
     pub pod_manager: Arc<PodManager>,
     pub pod_workers: PodWorkers,
     pub volume_manager: Arc<VolumeManager>,
+    /// The pod cgroups (with cgroupsPerQOS).
     pub pod_container_manager: Option<Arc<dyn PodContainerManager>>,
     pub sources_ready: SourcesReady,
     pub status_manager: Arc<StatusManager>,
 }
 
-impl ApiKubelet {
-    /// This kubelet's Node (Go's GetNode), when the watch has it.
-    pub fn node(&self) -> Arc<dyn NodeGetter> {
-        node_getter(&self.node_status)
-    }
+/// The API-server parts built last: node status, the lease, the status
+/// sync and the mirror pods.
+pub struct ApiNode {
+    node_status: Arc<NodeStatusManager>,
+    lease: Arc<LeaseController>,
+    syncer: StatusSyncer,
+    mirror: MirrorPods,
+}
 
-    /// The node's host IPs for pod status and the environment.
-    pub fn host_ips(&self) -> Arc<dyn Fn() -> Vec<IpAddr> + Send + Sync> {
-        let ns = self.node_status.clone();
-        Arc::new(move || ns.get_node().map(|n| node_host_ips(&n)).unwrap_or_default())
-    }
-
-    /// The "api" pod source: pods bound to this node, watched once the
-    /// Node has been seen.
-    pub fn pod_source(&self) -> ApiserverSource {
-        let ns = self.node_status.clone();
-        ApiserverSource::new(
-            self.clients.main.clone(),
-            &self.node_name,
-            Arc::new(move || ns.get_node().is_ok()),
-        )
-    }
-
-    /// The second part of the build: the status sync (with the deletion
-    /// checks of the pod workers, the volume manager and the pod cgroups)
-    /// and the mirror pods.
-    pub fn wire(&mut self, parts: KubeletParts) {
-        self.volumes.set(parts.volume_manager.clone());
-        let workers = parts.pod_workers.clone();
-        let vm = parts.volume_manager.clone();
+impl ApiNode {
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        api: &ApiClients,
+        objects: &ApiObjects,
+        server: &KubeletServer,
+        node_name: &str,
+        hostname: &str,
+        runtime_services: &RuntimeServices,
+        inputs: NodeInputs,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, ApiBuildError> {
+        let clients = &objects.clients;
+        let runtime_info: Arc<dyn RuntimeInfo> = Arc::new(CriRuntimeInfo::new(
+            runtime_services.runtime.clone(),
+            runtime_services.image.clone(),
+        ));
+        let sources = StatusSources::new(
+            inputs.container_manager,
+            api.machine_info.clone(),
+            runtime_info,
+            inputs.runtime_state,
+            inputs.pressure,
+            Arc::new(super::adapters::VolumesReport(
+                inputs.volume_manager.clone(),
+            )),
+            clock.clone(),
+        );
+        let params = NodeStatusParams::from_server(server, node_name, hostname)?;
+        let node_status = NodeStatusManager::new(
+            params,
+            NodeStatusDeps {
+                client: clients.main.clone(),
+                heartbeat_client: clients.heartbeat.clone(),
+                sources,
+                recorder: api.recorder.clone(),
+                on_heartbeat_failure: Some(clients.heartbeat_failure_hook()),
+                reset_extended_resources: false,
+            },
+        );
+        let lease = LeaseController::new(
+            clients.heartbeat.clone(),
+            node_name,
+            server.config.node_lease_duration_seconds,
+            clock.clone(),
+            Some(clients.heartbeat_failure_hook()),
+        );
+        let workers = inputs.pod_workers.clone();
+        let vm = inputs.volume_manager;
         let checks = ReclaimChecks {
             could_have_running_containers: Arc::new(move |uid| {
                 workers.could_have_running_containers(uid)
@@ -265,67 +281,71 @@ impl ApiKubelet {
                 let vm = vm.clone();
                 Box::pin(async move { vm.pod_volumes_exist(&uid).await })
             }),
-            pod_cgroups: parts.pod_container_manager,
-            keep_terminated_pod_volumes: self.keep_terminated_pod_volumes,
+            pod_cgroups: inputs.pod_container_manager,
+            keep_terminated_pod_volumes: server.flags.keep_terminated_pod_volumes,
         };
-        let status_manager = parts.status_manager.clone();
-        self.syncer = Some(
-            StatusSyncer::new(
-                self.clients.main.clone(),
-                parts.pod_manager.clone(),
-                Arc::new(checks),
-                self.clock.clone(),
-            )
-            .with_forget(Arc::new(move |uid| status_manager.delete_pod_status(uid))),
-        );
-        self.mirror = Some(MirrorPods {
+        let status_manager = inputs.status_manager;
+        let syncer = StatusSyncer::new(
+            clients.main.clone(),
+            inputs.pod_manager.clone(),
+            Arc::new(checks),
+            clock,
+        )
+        .with_forget(Arc::new(move |uid| status_manager.delete_pod_status(uid)));
+        let mirror = MirrorPods {
             client: Arc::new(BasicMirrorClient::new(
-                self.clients.main.clone(),
-                &self.node_name,
-                Some(self.node()),
+                clients.main.clone(),
+                node_name,
+                Some(objects.node.getter()),
             )),
-            node: self.node(),
-            pod_manager: parts.pod_manager,
-            pod_workers: parts.pod_workers,
-            sources_ready: parts.sources_ready,
-        });
+            node: objects.node.getter(),
+            pod_manager: inputs.pod_manager,
+            pod_workers: inputs.pod_workers,
+            sources_ready: inputs.sources_ready,
+        };
+        Ok(ApiNode {
+            node_status,
+            lease,
+            syncer,
+            mirror,
+        })
     }
+}
 
+/// The built API-server parts, for the start phase.
+pub struct ApiKubelet {
+    pub objects: ApiObjects,
+    pub node: ApiNode,
+}
+
+impl ApiKubelet {
     /// Start phase (Kubelet.Run's API-server part): the clients' watchers,
-    /// node status, the lease, the runtime status node status reports, the
+    /// node status (whose watch feeds the Node channel), the lease, the
     /// status sync over `status_manager`, the object managers, the token
     /// cache and the mirror pods.
-    pub fn start(
-        mut self,
-        tasks: &TaskSet,
-        status_manager: &StatusManager,
-        pleg_healthy: crate::kubelet::nodestatus::runtime_state::HealthCheckFn,
-    ) {
-        self.clients.start(tasks);
-        self.node_runtime_state
-            .add_health_check("PLEG", pleg_healthy);
-        self.node_runtime_state
-            .start_updater(tasks, self.runtime_info.clone(), None);
-        self.node_status.start(tasks);
-        self.lease.start(tasks);
-        if let Some(syncer) = self.syncer.take() {
-            syncer.start_with(status_manager, tasks);
-        }
-        self.objects.start(tasks);
-        self.services.start(tasks);
-        self.tokens.start(tasks);
-        if let Some(mirror) = self.mirror.take() {
-            let stop = tasks.token();
-            tasks.spawn("mirror-pods", async move {
-                loop {
-                    mirror.sync().await;
-                    tokio::select! {
-                        _ = stop.cancelled() => return,
-                        _ = tokio::time::sleep(MIRROR_POD_PERIOD) => {}
-                    }
+    pub fn start(self, tasks: &TaskSet, status_manager: &StatusManager) {
+        let ApiKubelet { objects, node } = self;
+        objects.clients.start(tasks);
+        node.node_status.start(tasks);
+        objects
+            .node
+            .follow(tasks, node.node_status.node_lister().subscribe());
+        node.lease.start(tasks);
+        node.syncer.start_with(status_manager, tasks);
+        objects.objects.start(tasks);
+        objects.services.start(tasks);
+        objects.tokens.start(tasks);
+        let mirror = node.mirror;
+        let stop = tasks.token();
+        tasks.spawn("mirror-pods", async move {
+            loop {
+                mirror.sync().await;
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(MIRROR_POD_PERIOD) => {}
                 }
-            });
-        }
+            }
+        });
     }
 }
 

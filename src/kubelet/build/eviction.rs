@@ -1,46 +1,20 @@
 //! The eviction manager's seams on the kubelet's side: the stats provider
-//! over this host's cgroups and the runtime, the pod killer over the pod
-//! workers (Go's killPodNow), and the pressure source node status reads,
-//! set once the manager exists (node status is built before it).
+//! over this host's cgroups and the runtime and the pod killer over the pod
+//! workers (Go's killPodNow).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cri::RuntimeServices;
-use crate::kubelet::eviction::{EvictionError, EvictionStatus, PodKiller};
-use crate::kubelet::nodestatus::sources::PressureSource;
+use crate::kubelet::eviction::{
+    EvictionConfig, EvictionDeps, EvictionError, EvictionManager, EvictionStatus, MemoryCgroup,
+    PodKiller, RuntimeContainerGc,
+};
 use crate::kubelet::pod_workers::{PodStatusFn, PodWorkers};
 use crate::kubelet::stats::{NodeStatsProvider, NodeStatsProviderConfig, StatsError};
-
-/// Node status's view of the pressure conditions: none until the eviction
-/// manager is set.
-#[derive(Clone, Default)]
-pub struct LatePressure(Arc<OnceLock<Arc<dyn PressureSource>>>);
-
-impl LatePressure {
-    pub fn set(&self, source: Arc<dyn PressureSource>) {
-        let _ = self.0.set(source);
-    }
-
-    fn with(&self, f: impl Fn(&dyn PressureSource) -> bool) -> bool {
-        self.0.get().is_some_and(|s| f(s.as_ref()))
-    }
-}
-
-impl PressureSource for LatePressure {
-    fn memory_pressure(&self) -> bool {
-        self.with(|s| s.memory_pressure())
-    }
-    fn disk_pressure(&self) -> bool {
-        self.with(|s| s.disk_pressure())
-    }
-    fn pid_pressure(&self) -> bool {
-        self.with(|s| s.pid_pressure())
-    }
-}
 
 /// Evicts through the pod workers: the pod is killed with the given grace
 /// period and ends with the eviction status.
@@ -139,4 +113,84 @@ impl crate::kubelet::server::resource_metrics::ResourceUsageSource for KubeletRe
             .await
             .map_err(|e| e.to_string())
     }
+}
+
+/// What the eviction manager is built from.
+pub(super) struct EvictionInputs<'a> {
+    pub server: &'a crate::app::server::KubeletServer,
+    pub node_name: &'a str,
+    pub pod_logs_root: &'a Path,
+    pub container_manager: &'a dyn crate::cm::ContainerManager,
+    pub runtime_services: &'a RuntimeServices,
+    pub runtime: &'a Arc<dyn crate::kubelet::container::Runtime>,
+    pub image_gc: &'a Arc<crate::kubelet::images::ImageGcManager>,
+    pub gc_policy: crate::kubelet::container::GcPolicy,
+    pub pod_manager: &'a Arc<crate::kubelet::pod::PodManager>,
+    pub pod_workers: &'a PodWorkers,
+    pub status_manager: &'a Arc<crate::kubelet::status::StatusManager>,
+    pub sources_ready: &'a crate::kubelet::config::SourcesReady,
+    pub events: &'a Arc<dyn crate::kubelet::events::EventRecorder>,
+    pub clock: &'a Arc<dyn crate::util::clock::Clock>,
+}
+
+/// The stats provider of this host and the eviction manager over it,
+/// killing through the pod workers.
+pub(super) async fn build(
+    i: EvictionInputs<'_>,
+) -> Result<(Arc<NodeStatsProvider>, Arc<EvictionManager>), super::BuildError> {
+    use super::BuildError;
+    let c = &i.server.config;
+    let stats = stats_provider(
+        i.node_name,
+        Path::new(&i.server.flags.root_directory),
+        i.pod_logs_root,
+        &i.container_manager.get_pod_cgroup_root(),
+        c.cgroup_driver == "systemd",
+        i.runtime_services,
+    )
+    .await
+    .map_err(|e| BuildError::Eviction(e.to_string()))?;
+    let mut config =
+        EvictionConfig::from_kubelet_config(c).map_err(|e| BuildError::Eviction(e.to_string()))?;
+    if config.kernel_memcg_notification {
+        let sc = stats.config();
+        if !sc.unified {
+            config.memory_cgroup = Some(MemoryCgroup {
+                mount: sc.memory_cgroup_mount.clone(),
+                pods_cgroup: sc.pods_cgroup.clone(),
+            });
+        }
+    }
+    let active_pods = {
+        let (pm, workers, status) = (
+            i.pod_manager.clone(),
+            i.pod_workers.clone(),
+            i.status_manager.clone(),
+        );
+        Arc::new(move || crate::kubelet::sync_loop::active_pods(&pm, &workers, &status))
+    };
+    let cleaned = i.pod_workers.clone();
+    let gc_ready = i.sources_ready.clone();
+    let manager = EvictionManager::new(
+        config,
+        EvictionDeps {
+            stats: stats.clone(),
+            killer: Arc::new(WorkersPodKiller(i.pod_workers.clone())),
+            image_gc: i.image_gc.clone(),
+            container_gc: Arc::new(RuntimeContainerGc::new(
+                i.runtime.clone(),
+                i.gc_policy,
+                Arc::new(move || gc_ready.all_ready()),
+            )),
+            recorder: i.events.clone(),
+            node_ref: super::node_ref(i.node_name),
+            clock: i.clock.clone(),
+            active_pods,
+            pod_cleaned_up: Arc::new(move |pod: &Pod| {
+                !cleaned
+                    .could_have_running_containers(pod.metadata.uid.as_deref().unwrap_or_default())
+            }),
+        },
+    );
+    Ok((stats, manager))
 }

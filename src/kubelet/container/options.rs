@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use crate::cri::api::MountPropagation;
-
 /// One resolved environment variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvVar {
@@ -21,32 +19,7 @@ impl EnvVar {
     }
 }
 
-/// How a subPath mount still has to be prepared on the host before the
-/// container starts (create the directory, bind it safely). The volume
-/// manager does that I/O; `Mount::host_path` already names the joined path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubPathMount {
-    /// The volume's own host path.
-    pub volume_path: PathBuf,
-    /// The sub path within the volume, expanded and checked.
-    pub sub_path: String,
-    /// Index of the mount within `container.volumeMounts`.
-    pub volume_mount_index: usize,
-}
-
-/// One mount into a container.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
-    /// The volume name (`k8s-managed-etc-hosts` for the hosts file).
-    pub name: String,
-    pub container_path: String,
-    pub host_path: String,
-    pub read_only: bool,
-    pub selinux_relabel: bool,
-    pub propagation: MountPropagation,
-    /// Set for subPath / subPathExpr mounts.
-    pub sub_path: Option<SubPathMount>,
-}
+pub use crate::volume::container_mount::{Mount, SubPathMount};
 
 /// A device made available to a container.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,10 +3,10 @@
 //! ConfigMap and Secret references, and the assembly in the kubelet's order.
 
 pub mod error;
-pub mod fieldpath;
-pub mod getters;
+pub use crate::util::fieldpath;
+pub use crate::util::object_getters as getters;
 pub mod pod_env;
-pub mod resource;
+pub use crate::util::resource;
 pub mod services;
 
 #[cfg(test)]

@@ -23,22 +23,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 /// The component events are recorded as.
 pub const COMPONENT_KUBELET: &str = "kubelet";
 
-/// The `type` of an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    /// The API spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
+pub use crate::util::event_type::EventType;
 
 /// Records an event about an object: the one recorder seam every module
 /// (prober, runtime and image managers, pod workers, container manager,

@@ -18,7 +18,7 @@ mod seams;
 pub mod signals;
 #[cfg(test)]
 mod testing;
-pub mod threshold;
+pub use crate::apis::eviction as threshold;
 
 pub use adapters::RuntimeContainerGc;
 pub use admit::{EvictionAdmitHandler, TAINT_NODE_MEMORY_PRESSURE, admit_under_pressure};

@@ -8,7 +8,7 @@ pub mod gather;
 pub mod lister;
 pub mod patch;
 pub mod registration;
-pub mod runtime_state;
+pub use crate::kubelet::runtime_state;
 pub mod setters;
 pub mod sources;
 

@@ -24,7 +24,7 @@ mod worker;
 mod tests;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -186,8 +186,6 @@ pub(crate) struct PodWork {
 pub(crate) struct State {
     pods_synced: bool,
     pod_updates: HashMap<String, mpsc::UnboundedSender<PodWork>>,
-    /// Workers created before the start phase, spawned by `start`.
-    unspawned: Vec<(String, mpsc::UnboundedReceiver<PodWork>)>,
     last_undelivered: HashMap<String, PodWork>,
     statuses: HashMap<String, PodSyncStatus>,
     static_order: StaticPodOrder,
@@ -211,16 +209,20 @@ impl Default for PodWorkersConfig {
     }
 }
 
+/// A new pod's worker: its UID and the receiving end of its updates.
+type NewWorker = (String, mpsc::UnboundedReceiver<PodWork>);
+
 pub(crate) struct Shared {
     state: Mutex<State>,
-    syncer: Arc<dyn PodSyncHandler>,
+    /// New workers go to the spawner task (started by [`PodWorkersStart`]);
+    /// updates sent before the start phase wait in their channels.
+    new_workers: mpsc::UnboundedSender<NewWorker>,
     cache: Arc<PodCache>,
     work_queue: Arc<WorkQueue>,
     recorder: Arc<dyn PodEventRecorder>,
     config: PodWorkersConfig,
     /// Observations older than this are from before the workers existed.
     created: Instant,
-    tasks: OnceLock<TaskSet>,
     _clock: Arc<dyn Clock>,
 }
 
@@ -234,6 +236,39 @@ impl Shared {
 #[derive(Clone)]
 pub struct PodWorkers {
     shared: Arc<Shared>,
+}
+
+/// The start half of the pod workers: spawns each pod's worker, over
+/// `syncer`, on the task set (workers asked for before the start phase
+/// are spawned then, with the updates they were sent).
+pub struct PodWorkersStart {
+    shared: Arc<Shared>,
+    new_workers: mpsc::UnboundedReceiver<NewWorker>,
+}
+
+impl PodWorkersStart {
+    /// Start phase: the spawner task.
+    pub fn start(self, tasks: &TaskSet, syncer: Arc<dyn PodSyncHandler>) {
+        let PodWorkersStart {
+            shared,
+            mut new_workers,
+        } = self;
+        let worker_tasks = tasks.clone();
+        let stop = tasks.token();
+        tasks.spawn("pod-workers", async move {
+            loop {
+                let (uid, rx) = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    w = new_workers.recv() => match w { Some(w) => w, None => return },
+                };
+                // A worker forgotten before it ran has nothing to do.
+                if rx.is_closed() {
+                    continue;
+                }
+                worker::spawn(shared.clone(), syncer.clone(), &worker_tasks, uid, rx);
+            }
+        });
+    }
 }
 
 fn uid_of(pod: &Pod) -> String {
@@ -281,39 +316,31 @@ fn is_pod_status_cache_terminal(status: &PodStatus) -> bool {
 }
 
 impl PodWorkers {
-    /// Build phase: no task runs until [`PodWorkers::start`].
+    /// Build phase: the handle (queries and updates, usable at once) and
+    /// its start half, which runs the per-pod workers over the syncer.
     pub fn new(
-        syncer: Arc<dyn PodSyncHandler>,
         cache: Arc<PodCache>,
         work_queue: Arc<WorkQueue>,
         recorder: Arc<dyn PodEventRecorder>,
         clock: Arc<dyn Clock>,
         config: PodWorkersConfig,
-    ) -> Self {
-        PodWorkers {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State::default()),
-                syncer,
-                cache,
-                work_queue,
-                recorder,
-                config,
-                created: clock.monotonic(),
-                tasks: OnceLock::new(),
-                _clock: clock,
-            }),
-        }
-    }
-
-    /// Start phase: per-pod workers run on `tasks` from now on.
-    pub fn start(&self, tasks: &TaskSet) {
-        if self.shared.tasks.set(tasks.clone()).is_err() {
-            return;
-        }
-        let pending = std::mem::take(&mut self.shared.lock().unspawned);
-        for (uid, rx) in pending {
-            worker::spawn(self.shared.clone(), tasks, uid, rx);
-        }
+    ) -> (Self, PodWorkersStart) {
+        let (new_workers, new_workers_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            new_workers,
+            cache,
+            work_queue,
+            recorder,
+            config,
+            created: clock.monotonic(),
+            _clock: clock,
+        });
+        let start = PodWorkersStart {
+            shared: shared.clone(),
+            new_workers: new_workers_rx,
+        };
+        (PodWorkers { shared }, start)
     }
 
     /// Delivers a change or a kill to the pod's worker (UpdatePod).
@@ -460,10 +487,7 @@ impl PodWorkers {
                     .or_default()
                     .push(uid.clone());
             }
-            match self.shared.tasks.get() {
-                Some(tasks) => worker::spawn(self.shared.clone(), tasks, uid.clone(), rx),
-                None => state.unspawned.push((uid.clone(), rx)),
-            }
+            let _ = self.shared.new_workers.send((uid.clone(), rx));
         }
         let Some(status) = state.statuses.get_mut(&uid) else {
             return;
@@ -695,5 +719,4 @@ fn remove_terminated_worker(state: &mut State, uid: &str) {
 fn cleanup_pod_updates(state: &mut State, uid: &str) {
     state.pod_updates.remove(uid);
     state.last_undelivered.remove(uid);
-    state.unspawned.retain(|(u, _)| u != uid);
 }

@@ -137,8 +137,7 @@ impl Rig {
         let cache = Arc::new(PodCache::new());
         let clock = Arc::new(RealClock);
         let queue = Arc::new(WorkQueue::new(clock.clone()));
-        let workers = PodWorkers::new(
-            Arc::new(FakeSyncer(script.clone())),
+        let (workers, workers_start) = PodWorkers::new(
             cache.clone(),
             queue.clone(),
             Arc::new(LoggingPodEvents),
@@ -146,7 +145,7 @@ impl Rig {
             PodWorkersConfig::default(),
         );
         let tasks = TaskSet::new();
-        workers.start(&tasks);
+        workers_start.start(&tasks, Arc::new(FakeSyncer(script.clone())));
         // A PLEG stand-in: the cache is refreshed continuously.
         let c = cache.clone();
         let stop = tasks.token();

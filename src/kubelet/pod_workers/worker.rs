@@ -9,9 +9,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BACKOFF_ON_TRANSIENT_ERROR_PERIOD, EventType, PodStatusFn, PodSyncError, PodWork, Shared,
-    WORKER_BACKOFF_PERIOD_JITTER_FACTOR, WORKER_RESYNC_INTERVAL_JITTER_FACTOR, WorkOptions,
-    WorkType, cleanup_pod_updates, events, jitter, uid_of,
+    BACKOFF_ON_TRANSIENT_ERROR_PERIOD, EventType, PodStatusFn, PodSyncError, PodSyncHandler,
+    PodWork, Shared, WORKER_BACKOFF_PERIOD_JITTER_FACTOR, WORKER_RESYNC_INTERVAL_JITTER_FACTOR,
+    WorkOptions, WorkType, cleanup_pod_updates, events, jitter, uid_of,
 };
 use crate::kubelet::container::{PodStatus, format_pod};
 use crate::kubelet::types::{SyncPodType, is_static_pod};
@@ -20,6 +20,7 @@ use crate::util::lifecycle::TaskSet;
 /// Spawns the worker of one pod UID on `tasks`.
 pub(super) fn spawn(
     shared: Arc<Shared>,
+    syncer: Arc<dyn PodSyncHandler>,
     tasks: &TaskSet,
     uid: String,
     rx: mpsc::UnboundedReceiver<PodWork>,
@@ -28,7 +29,7 @@ pub(super) fn spawn(
     tasks.spawn("pod-worker", async move {
         tokio::select! {
             _ = stop.cancelled() => {}
-            _ = manage_pod_loop(shared, rx) => {}
+            _ = manage_pod_loop(shared, syncer, rx) => {}
         }
         crate::vlog!(5, pod_uid = %uid, "Pod worker stopped");
     });
@@ -252,6 +253,7 @@ enum Outcome {
 
 async fn run_one(
     shared: &Shared,
+    syncer: &dyn PodSyncHandler,
     update: &PodWork,
     last_sync: &mut Option<Instant>,
 ) -> Result<Outcome, PodSyncError> {
@@ -279,15 +281,13 @@ async fn run_one(
         return Err(PodSyncError::Cancelled);
     };
     let result = match update.work_type {
-        WorkType::Terminated => shared
-            .syncer
+        WorkType::Terminated => syncer
             .sync_terminated_pod(&cancel, pod, status)
             .await
             .map(|()| Outcome::Done),
         WorkType::Terminating => {
             let status_fn = shared.acknowledge_terminating(pod);
-            shared
-                .syncer
+            syncer
                 .sync_terminating_pod(
                     &cancel,
                     pod,
@@ -299,8 +299,7 @@ async fn run_one(
                 .await
                 .map(|()| Outcome::Done)
         }
-        WorkType::Sync => shared
-            .syncer
+        WorkType::Sync => syncer
             .sync_pod(
                 &cancel,
                 update.options.update_type,
@@ -315,7 +314,11 @@ async fn run_one(
     result
 }
 
-async fn manage_pod_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<PodWork>) {
+async fn manage_pod_loop(
+    shared: Arc<Shared>,
+    syncer: Arc<dyn PodSyncHandler>,
+    mut rx: mpsc::UnboundedReceiver<PodWork>,
+) {
     let mut last_sync: Option<Instant> = None;
     let mut pod_started = false;
     while let Some(update) = rx.recv().await {
@@ -334,7 +337,7 @@ async fn manage_pod_loop(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Po
             pod_started = true;
         }
         crate::vlog!(4, pod = %format_pod(&pod), work_type = ?update.work_type, "Processing pod event");
-        let result = run_one(&shared, &update, &mut last_sync).await;
+        let result = run_one(&shared, syncer.as_ref(), &update, &mut last_sync).await;
         let mut phase_transition = false;
         let outcome = match result {
             Err(PodSyncError::Cancelled) => {

@@ -1,18 +1,28 @@
-//! The handler sets the Go kubelet installs on its servers, as far as they
-//! exist yet: the default set (healthz, /metrics; RunKubelet adds /pods),
-//! the debugging set (/configz here; RunKubelet adds /runningpods/,
-//! /containerLogs/ (see `logs`) and /exec/, /attach/, /portForward/, /run/
-//! (see `streaming`); /stats/ does not exist yet), and the answers for
-//! debugging endpoints when they are disabled.
+//! The route table of the kubelet's servers, in one place: the default
+//! set (healthz, /metrics, and with the kubelet's sources /pods,
+//! /stats/summary, /metrics/resource), the debugging set (/configz, and
+//! with the kubelet's sources /runningpods/, /containerLogs/ (see `logs`),
+//! /logs/ and /exec/, /attach/, /portForward/, /run/ (see `streaming`)),
+//! and the answers for debugging endpoints when they are disabled.
 
 use std::sync::Arc;
 
 use http::{Request, StatusCode};
 
 use super::ServerError;
+use super::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
+use super::node_logs::{NODE_LOG_DIR, NODE_LOGS_PATH, node_logs_handler};
+use super::pods::{PodsProvider, pods_handler, running_pods_handler};
+use super::resource_metrics::{
+    RESOURCE_METRICS_PATH, ResourceUsageSource, resource_metrics_handler,
+};
 use super::router::{Handler, HandlerFuture, RequestBody, Router, http_error, respond};
+use super::stats_summary::{STATS_SUMMARY_PATH, SummarySource, stats_summary_handler};
+use super::streaming::{Verb, streaming_handler};
 use crate::configz::Configz;
 use crate::healthz::Healthz;
+use crate::kubelet::container_logs::ContainerLogs;
+use crate::kubelet::streaming::StreamingHost;
 
 /// Renders the Prometheus text exposition of a registry.
 pub type MetricsRenderer = Arc<dyn Fn() -> String + Send + Sync>;
@@ -62,6 +72,16 @@ impl Handler for DebuggingDisabled {
     }
 }
 
+/// The kubelet's own sources behind its routes.
+#[derive(Clone)]
+pub struct KubeletSources {
+    pub pods: Arc<dyn PodsProvider>,
+    pub summary: Arc<dyn SummarySource>,
+    pub resource_usage: Arc<dyn ResourceUsageSource>,
+    pub container_logs: Arc<dyn ContainerLogs>,
+    pub streaming: Arc<dyn StreamingHost>,
+}
+
 /// What the default and debugging handlers serve.
 #[derive(Clone)]
 pub struct ServerHandlers {
@@ -69,6 +89,9 @@ pub struct ServerHandlers {
     pub configz: Configz,
     /// Renders /metrics; `None` leaves /metrics unregistered.
     pub metrics: Option<MetricsRenderer>,
+    /// The kubelet's pods, stats, logs and streaming; `None` leaves their
+    /// routes unregistered.
+    pub kubelet: Option<KubeletSources>,
 }
 
 impl std::fmt::Debug for ServerHandlers {
@@ -80,24 +103,47 @@ impl std::fmt::Debug for ServerHandlers {
     }
 }
 
-/// Installs the default handlers: /healthz (and /healthz/<check>), /metrics.
+/// Installs the default handlers: /healthz (and /healthz/<check>),
+/// /pods, /stats/summary, /metrics, /metrics/resource.
 pub fn install_default_handlers(
     router: &mut Router,
     handlers: &ServerHandlers,
 ) -> Result<(), ServerError> {
     handlers.healthz.install(router)?;
+    if let Some(k) = &handlers.kubelet {
+        router.handle("/pods", pods_handler(k.pods.clone()))?;
+        router.handle(STATS_SUMMARY_PATH, stats_summary_handler(k.summary.clone()))?;
+    }
     if let Some(render) = &handlers.metrics {
         router.handle(METRICS_PATH, metrics_handler(render.clone()))?;
+    }
+    if let Some(k) = &handlers.kubelet {
+        router.handle(
+            RESOURCE_METRICS_PATH,
+            resource_metrics_handler(k.resource_usage.clone()),
+        )?;
     }
     Ok(())
 }
 
-/// Installs the debugging handlers that exist so far: /configz.
+/// Installs the debugging handlers: /configz, and with the kubelet's
+/// sources /runningpods/, /containerLogs/, /logs/ and the streaming verbs.
 pub fn install_debugging_handlers(
     router: &mut Router,
-    configz: &Configz,
+    handlers: &ServerHandlers,
 ) -> Result<(), ServerError> {
-    configz.install(router)?;
+    handlers.configz.install(router)?;
+    if let Some(k) = &handlers.kubelet {
+        router.handle("/runningpods/", running_pods_handler(k.pods.clone()))?;
+        router.handle(
+            CONTAINER_LOGS_PATH,
+            container_logs_handler(k.container_logs.clone()),
+        )?;
+        router.handle(NODE_LOGS_PATH, node_logs_handler(NODE_LOG_DIR))?;
+        for verb in [Verb::Exec, Verb::Attach, Verb::PortForward, Verb::Run] {
+            router.handle(verb.path(), streaming_handler(verb, k.streaming.clone()))?;
+        }
+    }
     Ok(())
 }
 
@@ -119,7 +165,7 @@ pub fn main_router(
     let mut router = Router::new();
     install_default_handlers(&mut router, handlers)?;
     if enable_debugging_handlers {
-        install_debugging_handlers(&mut router, &handlers.configz)?;
+        install_debugging_handlers(&mut router, handlers)?;
     } else {
         install_debugging_disabled_handlers(&mut router)?;
     }
@@ -152,6 +198,7 @@ mod tests {
             healthz: Healthz::new(),
             configz,
             metrics: Some(Arc::new(|| "# HELP up\nup 1\n".to_string())),
+            kubelet: None,
         }
     }
 

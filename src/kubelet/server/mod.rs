@@ -12,13 +12,14 @@
 pub mod auth;
 pub mod cert;
 pub mod handlers;
+pub mod healthz_server;
 pub mod listen;
 pub mod logs;
 pub mod node_logs;
 pub mod pods;
 pub mod proxy;
 pub mod resource_metrics;
-pub mod router;
+pub use crate::util::router;
 pub mod stats_summary;
 pub mod streaming;
 pub mod tls;

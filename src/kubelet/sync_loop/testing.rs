@@ -436,6 +436,8 @@ pub struct Stack {
     pub runtime_state: Arc<super::runtime_state::RuntimeState>,
     pub syncer: Arc<crate::kubelet::pod_sync::PodSyncer>,
     pub workers: crate::kubelet::pod_workers::PodWorkers,
+    /// The workers' start half (taken by [`Stack::start_workers`]).
+    pub workers_start: Option<crate::kubelet::pod_workers::PodWorkersStart>,
     pub work_queue: Arc<crate::kubelet::pod_workers::WorkQueue>,
     pub deadline: Arc<crate::kubelet::status::ActiveDeadline>,
     pub housekeeping: Arc<crate::kubelet::housekeeping::Housekeeping>,
@@ -443,6 +445,13 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// Starts the pod workers over the stack's syncer.
+    pub fn start_workers(&mut self, tasks: &crate::util::lifecycle::TaskSet) {
+        if let Some(start) = self.workers_start.take() {
+            start.start(tasks, self.syncer.clone());
+        }
+    }
+
     pub fn new(apparmor: bool) -> Stack {
         use crate::kubelet::status::*;
         use crate::util::clock::{Clock, RealClock};
@@ -491,8 +500,7 @@ impl Stack {
         });
         let cache = Arc::new(crate::kubelet::container::PodCache::new());
         let work_queue = Arc::new(crate::kubelet::pod_workers::WorkQueue::new(clock.clone()));
-        let workers = crate::kubelet::pod_workers::PodWorkers::new(
-            syncer.clone(),
+        let (workers, workers_start) = crate::kubelet::pod_workers::PodWorkers::new(
             cache.clone(),
             work_queue.clone(),
             events.clone(),
@@ -524,6 +532,7 @@ impl Stack {
             runtime_state,
             syncer,
             workers,
+            workers_start: Some(workers_start),
             work_queue,
             deadline,
             housekeeping,

@@ -47,7 +47,7 @@ fn node(max_pods: i64) -> AdmissionNode {
 }
 
 async fn start(max_pods: i64, runtime_ready: bool) -> Loop {
-    let stack = Stack::new(true);
+    let mut stack = Stack::new(true);
     if !runtime_ready {
         stack
             .runtime_state
@@ -61,7 +61,7 @@ async fn start(max_pods: i64, runtime_ready: bool) -> Loop {
     let (_startup, startup_rx) = mpsc::unbounded_channel();
     let (deletor, deletor_task) = ContainerDeletor::new(stack.runtime.clone(), 1);
     let tasks = TaskSet::new();
-    stack.workers.start(&tasks);
+    stack.start_workers(&tasks);
     stack.start_fake_pleg(&tasks, Some(pleg.clone()));
     deletor_task.start(&tasks);
     let monitor = SyncLoopMonitor::default();

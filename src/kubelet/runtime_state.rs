@@ -1,28 +1,32 @@
-//! The kubelet's runtime state (pkg/kubelet/runtime.go): whether the
-//! container runtime answered recently and is ready, whether its network is
-//! ready, storage errors, and health checks (the PLEG's) — the errors the
-//! Ready condition and the sync loop report.
+//! The kubelet's runtime state (pkg/kubelet/runtime.go): when the container
+//! runtime last answered a status check and was ready, whether its network
+//! is ready, storage errors, the pod CIDR, and extra health checks (the
+//! PLEG's). One value, shared: the sync loop does not iterate while
+//! [`RuntimeState::runtime_errors`] reports anything, pods that need the pod
+//! network wait for [`RuntimeState::network_errors`], and the Node's Ready
+//! condition reports both. One poller feeds it (the kubelet's
+//! `runtime-up` task, see `kubelet::run`).
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::sources::RuntimeInfo;
-use crate::kubelet::container::RuntimeCondition;
+use crate::kubelet::container::{RuntimeCondition, RuntimeStatus};
+use crate::kubelet::nodestatus::sources::RuntimeInfo;
+use crate::util::clock::{Clock, RealClock};
 use crate::util::lifecycle::TaskSet;
 
-/// How long a runtime status may be old before the runtime counts as down
-/// (Go's maxWaitForContainerRuntime).
-pub const RUNTIME_SYNC_THRESHOLD: Duration = Duration::from_secs(30);
-/// How often the runtime's status is polled (Go: every 5 s).
+/// How long the runtime may go without a successful status check (Go's
+/// maxWaitForContainerRuntime).
+pub const MAX_WAIT_FOR_CONTAINER_RUNTIME: Duration = Duration::from_secs(30);
+/// How often the runtime's status is checked (updateRuntimeUp).
 pub const RUNTIME_UP_PERIOD: Duration = Duration::from_secs(5);
-
 /// The network error before the runtime first reports.
 pub const NETWORK_STATE_UNKNOWN: &str = "network state unknown";
 
 /// A named health check: `Err(detail)` when unhealthy.
-pub type HealthCheckFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+pub type HealthFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 struct Inner {
     last_base_runtime_sync: Option<Instant>,
@@ -30,18 +34,25 @@ struct Inner {
     runtime_error: Option<String>,
     storage_error: Option<String>,
     cidr: String,
-    health_checks: Vec<(String, HealthCheckFn)>,
+    health_checks: Vec<(String, HealthFn)>,
 }
 
-/// Shared runtime state.
+/// Shared runtime health.
 pub struct RuntimeState {
-    threshold: Duration,
     inner: RwLock<Inner>,
+    threshold: Duration,
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for RuntimeState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RuntimeState").finish_non_exhaustive()
+    }
+}
+
+impl Default for RuntimeState {
+    fn default() -> Self {
+        Self::new(Arc::new(RealClock))
     }
 }
 
@@ -56,16 +67,13 @@ pub fn condition_string(c: Option<&RuntimeCondition>) -> String {
     }
 }
 
-impl Default for RuntimeState {
-    fn default() -> Self {
-        Self::new(RUNTIME_SYNC_THRESHOLD)
-    }
-}
-
 impl RuntimeState {
-    pub fn new(threshold: Duration) -> Self {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self::with_threshold(clock, MAX_WAIT_FOR_CONTAINER_RUNTIME)
+    }
+
+    pub fn with_threshold(clock: Arc<dyn Clock>, threshold: Duration) -> Self {
         RuntimeState {
-            threshold,
             inner: RwLock::new(Inner {
                 last_base_runtime_sync: None,
                 network_error: Some(NETWORK_STATE_UNKNOWN.to_string()),
@@ -74,25 +82,27 @@ impl RuntimeState {
                 cidr: String::new(),
                 health_checks: Vec::new(),
             }),
+            threshold,
+            clock,
         }
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
         self.inner.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Adds a health check reported as `<name> is not healthy: <detail>`.
-    pub fn add_health_check(&self, name: &str, check: HealthCheckFn) {
+    pub fn add_health_check(&self, name: &str, check: HealthFn) {
         self.write().health_checks.push((name.to_string(), check));
     }
 
-    /// The runtime answered and is ready now.
-    pub fn set_runtime_sync(&self, at: Instant) {
-        self.write().last_base_runtime_sync = Some(at);
+    /// Records a successful runtime status check (now).
+    pub fn set_runtime_sync(&self) {
+        self.write().last_base_runtime_sync = Some(self.clock.monotonic());
     }
 
     pub fn set_network_state(&self, err: Option<String>) {
@@ -117,23 +127,23 @@ impl RuntimeState {
 
     /// Why the runtime is not usable (empty when it is).
     pub fn runtime_errors(&self) -> Vec<String> {
-        let s = self.read();
+        let inner = self.read();
         let mut errs = Vec::new();
-        match s.last_base_runtime_sync {
+        match inner.last_base_runtime_sync {
             None => {
                 errs.push("container runtime status check may not have completed yet".to_string())
             }
-            Some(t) if t + self.threshold <= Instant::now() => {
+            Some(t) if t + self.threshold <= self.clock.monotonic() => {
                 errs.push("container runtime is down".to_string())
             }
             Some(_) => {}
         }
-        for (name, check) in &s.health_checks {
+        for (name, check) in &inner.health_checks {
             if let Err(detail) = check() {
                 errs.push(format!("{name} is not healthy: {detail}"));
             }
         }
-        if let Some(e) = &s.runtime_error {
+        if let Some(e) = &inner.runtime_error {
             errs.push(e.clone());
         }
         errs
@@ -148,16 +158,11 @@ impl RuntimeState {
         self.read().storage_error.iter().cloned().collect()
     }
 
-    /// One runtime status check (Go's updateRuntimeUp): records network and
-    /// runtime readiness; returns whether the runtime is ready.
-    pub async fn update_runtime_up(&self, runtime: &dyn RuntimeInfo) -> bool {
-        let status = match runtime.status().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(error = %e, "Container runtime sanity check failed");
-                return false;
-            }
-        };
+    /// Applies a runtime status (the state part of updateRuntimeUp): records
+    /// network and runtime readiness and returns whether the runtime is
+    /// ready (then the caller runs its one-time initialization and records
+    /// the sync).
+    pub fn apply_status(&self, status: &RuntimeStatus) -> bool {
         crate::vlog!(4, status = ?status, "Container runtime status");
         let network = status.condition("NetworkReady");
         if network.is_some_and(|c| c.status) {
@@ -175,29 +180,37 @@ impl RuntimeState {
             return false;
         }
         self.set_runtime_state(None);
-        self.set_runtime_sync(Instant::now());
         true
     }
 
-    /// Polls the runtime every [`RUNTIME_UP_PERIOD`]; `on_ready` runs once,
-    /// the first time the runtime is ready (Go's one-time initialisation of
-    /// runtime-dependent modules).
-    pub fn start_updater(
-        self: &Arc<Self>,
-        tasks: &TaskSet,
-        runtime: Arc<dyn RuntimeInfo>,
-        on_ready: Option<Box<dyn FnOnce() + Send>>,
-    ) {
+    /// One runtime status check without one-time initialization (node
+    /// status's fast update, and rigs that run node status alone): applies
+    /// the status and records the sync; returns whether the runtime is
+    /// ready.
+    pub async fn update_runtime_up(&self, runtime: &dyn RuntimeInfo) -> bool {
+        let status = match runtime.status().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "Container runtime sanity check failed");
+                return false;
+            }
+        };
+        if !self.apply_status(&status) {
+            return false;
+        }
+        self.set_runtime_sync();
+        true
+    }
+
+    /// Polls the runtime every [`RUNTIME_UP_PERIOD`] (for rigs that run
+    /// node status without the kubelet; the kubelet's own poller also
+    /// starts the runtime-dependent modules).
+    pub fn start_updater(self: &Arc<Self>, tasks: &TaskSet, runtime: Arc<dyn RuntimeInfo>) {
         let me = self.clone();
         let token = tasks.token();
         tasks.spawn("runtime-up", async move {
-            let mut on_ready = on_ready;
             loop {
-                if me.update_runtime_up(runtime.as_ref()).await
-                    && let Some(f) = on_ready.take()
-                {
-                    f();
-                }
+                me.update_runtime_up(runtime.as_ref()).await;
                 tokio::select! {
                     _ = token.cancelled() => return,
                     _ = tokio::time::sleep(RUNTIME_UP_PERIOD) => {}
@@ -232,7 +245,8 @@ pub fn aggregate(errs: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubelet::container::{Image, RuntimeStatus};
+    use crate::kubelet::container::Image;
+    use crate::util::clock::RealClock;
 
     struct Fixed(Result<RuntimeStatus, String>);
 
@@ -341,5 +355,64 @@ mod tests {
             let errs: Vec<String> = errs.iter().map(|s| s.to_string()).collect();
             assert_eq!(aggregate(&errs).as_deref(), *want);
         }
+    }
+
+    fn cond2(t: &str, ok: bool) -> RuntimeCondition {
+        RuntimeCondition {
+            condition_type: t.into(),
+            status: ok,
+            reason: if ok { "" } else { "NetworkPluginNotReady" }.into(),
+            message: if ok { "" } else { "cni config uninitialized" }.into(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn runtime_and_network_errors_follow_status_checks() {
+        let s = RuntimeState::new(Arc::new(RealClock));
+        assert_eq!(
+            aggregate(&s.runtime_errors()).as_deref(),
+            Some("container runtime status check may not have completed yet")
+        );
+        assert_eq!(
+            aggregate(&s.network_errors()).as_deref(),
+            Some(NETWORK_STATE_UNKNOWN)
+        );
+        let status = RuntimeStatus {
+            conditions: vec![cond2("RuntimeReady", true), cond2("NetworkReady", false)],
+        };
+        assert!(s.apply_status(&status));
+        s.set_runtime_sync();
+        assert!(s.runtime_errors().is_empty());
+        assert_eq!(
+            aggregate(&s.network_errors()).as_deref(),
+            Some(
+                "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized"
+            )
+        );
+        tokio::time::advance(MAX_WAIT_FOR_CONTAINER_RUNTIME).await;
+        assert_eq!(
+            aggregate(&s.runtime_errors()).as_deref(),
+            Some("container runtime is down")
+        );
+        s.set_runtime_sync();
+        s.add_health_check(
+            "PLEG",
+            Arc::new(|| Err("pleg was last seen active 3m0s ago".into())),
+        );
+        assert_eq!(
+            aggregate(&s.runtime_errors()).as_deref(),
+            Some("PLEG is not healthy: pleg was last seen active 3m0s ago")
+        );
+        let down = RuntimeStatus {
+            conditions: vec![cond2("NetworkReady", true)],
+        };
+        assert!(!s.apply_status(&down));
+        assert_eq!(
+            aggregate(&s.runtime_errors()).as_deref(),
+            Some(
+                "[PLEG is not healthy: pleg was last seen active 3m0s ago, container runtime not ready: <nil>]"
+            )
+        );
+        assert!(s.network_errors().is_empty());
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::kubelet::container::validation::is_qualified_name;
+use crate::util::validation::is_qualified_name;
 
 /// A field path that cannot be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

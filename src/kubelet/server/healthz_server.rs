@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::Healthz;
-use crate::kubelet::server::{HttpServer, Router, ServerError};
+use super::{HttpServer, Router, ServerError};
+use crate::healthz::Healthz;
 use crate::util::lifecycle::TaskSet;
 
 /// Pause between attempts to bind.

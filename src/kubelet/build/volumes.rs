@@ -1,0 +1,48 @@
+//! The volume manager's builder: the volume host (pod directories, the
+//! mounter, the node's allocatable for downward API defaults, and with an
+//! API server the ConfigMap/Secret managers and the token cache), the
+//! plugins over it, and the manager asking the pod workers what runs.
+
+use std::sync::Arc;
+
+use super::adapters::NodeResources;
+use super::api::ApiObjects;
+use crate::kubelet::config::SourcesReady;
+use crate::kubelet::pod::PodManager;
+use crate::kubelet::pod_workers::PodWorkers;
+use crate::kubelet::volumemanager::{VolumeManager, VolumeManagerDeps};
+use crate::util::clock::Clock;
+use crate::util::pod_dirs::PodDirs;
+use crate::volume::util::mount::SystemMounter;
+use crate::volume::{PluginManager, VolumeHost};
+
+/// Builds the volume manager (nothing started).
+pub fn volume_manager(
+    dirs: &PodDirs,
+    node_resources: &Arc<NodeResources>,
+    api: Option<&ApiObjects>,
+    pod_manager: &Arc<PodManager>,
+    pod_workers: &PodWorkers,
+    sources_ready: &SourcesReady,
+    clock: &Arc<dyn Clock>,
+) -> Arc<VolumeManager> {
+    let mut host = VolumeHost::new(
+        dirs.clone(),
+        Arc::new(SystemMounter),
+        clock.clone(),
+        node_resources.clone(),
+    );
+    if let Some(a) = api {
+        host = host
+            .with_config_maps(a.objects.config_maps.clone())
+            .with_secrets(a.objects.secrets.clone())
+            .with_tokens(a.tokens.clone());
+    }
+    Arc::new(VolumeManager::new(VolumeManagerDeps {
+        plugins: Arc::new(PluginManager::new(Arc::new(host))),
+        pods: pod_manager.clone(),
+        pod_state: Arc::new(pod_workers.clone()),
+        sources_ready: Arc::new(sources_ready.clone()),
+        clock: clock.clone(),
+    }))
+}
