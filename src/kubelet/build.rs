@@ -420,6 +420,8 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         volumes: &volumes,
         pod_container_manager: &pod_container_manager,
         recorder: &recorder,
+        node_events: &events,
+        node_name: &node_name,
         api: api_objects.as_ref(),
     });
     let rt = runtime::build(runtime::RuntimeInputs {
@@ -686,15 +688,7 @@ fn preempt_through(pod_workers: &PodWorkers) -> PreemptFn {
     })
 }
 
-/// The node's object reference (events about the node).
-pub fn node_ref(node_name: &str) -> k8s_openapi::api::core::v1::ObjectReference {
-    k8s_openapi::api::core::v1::ObjectReference {
-        kind: Some("Node".into()),
-        name: Some(node_name.to_string()),
-        uid: Some(node_name.to_string()),
-        ..Default::default()
-    }
-}
+pub use crate::kubelet::events::node_ref;
 
 /// How long [`new_main_kubelet`] waits at most for the runtime's version.
 pub const RUNTIME_VERSION_TIMEOUT: Duration = Duration::from_secs(60);

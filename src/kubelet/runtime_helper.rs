@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Container, Pod, Service};
+use k8s_openapi::api::core::v1::{Container, ObjectReference, Pod, Service};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
 use crate::cm::PodContainerManager;
@@ -19,10 +19,11 @@ use crate::kubelet::container::{RunContainerOptions, format_pod};
 use crate::kubelet::envvars::{
     ConfigMapGetter, EnvContext, SecretGetter, make_environment_variables,
 };
+use crate::kubelet::events::EventRecorder;
 use crate::kubelet::kuberuntime::{
     HelperError, RunOptionsParams, RuntimeHelper, generate_run_container_options,
 };
-use crate::kubelet::network::dns::DnsConfigurer;
+use crate::kubelet::network::dns::{DnsConfigurer, EventTarget};
 use crate::kubelet::pod_sync::PodVolumes;
 use crate::kubelet::pod_workers::{EventType, PodEventRecorder};
 
@@ -56,6 +57,11 @@ pub struct KubeletRuntimeHelper {
     pub volumes: Arc<dyn PodVolumes>,
     pub pod_container_manager: Arc<dyn PodContainerManager>,
     pub recorder: Arc<dyn PodEventRecorder>,
+    /// Events about the node (DNS configuration problems that are the
+    /// node's, not the pod's: Go records them on the Node).
+    pub node_events: Arc<dyn EventRecorder>,
+    /// The node's object reference.
+    pub node_ref: ObjectReference,
     /// ConfigMaps for the environment (`None` without an API server).
     pub config_maps: Option<Arc<dyn ConfigMapGetter>>,
     /// Secrets for the environment (`None` without an API server).
@@ -157,8 +163,16 @@ impl RuntimeHelper for KubeletRuntimeHelper {
             .map_err(|e| HelperError::new(e.to_string()))?;
         let pod_dns = self.dns.pod_dns(pod, &host);
         for e in &pod_dns.events {
-            self.recorder
-                .pod_event(pod, EventType::Warning, e.reason, &e.message);
+            match e.target {
+                EventTarget::Pod => {
+                    self.recorder
+                        .pod_event(pod, EventType::Warning, e.reason, &e.message)
+                }
+                EventTarget::Node => {
+                    self.node_events
+                        .event(&self.node_ref, EventType::Warning, e.reason, &e.message)
+                }
+            }
         }
         Ok(pod_dns.config)
     }

@@ -45,6 +45,9 @@ pub(super) struct HelperInputs<'a> {
     pub volumes: &'a Arc<dyn PodVolumes>,
     pub pod_container_manager: &'a Arc<dyn PodContainerManager>,
     pub recorder: &'a Arc<dyn PodEventRecorder>,
+    /// Where events about the node go.
+    pub node_events: &'a Arc<dyn EventRecorder>,
+    pub node_name: &'a str,
     pub api: Option<&'a ApiObjects>,
 }
 
@@ -66,6 +69,8 @@ pub(super) fn runtime_helper(i: HelperInputs<'_>) -> Arc<KubeletRuntimeHelper> {
         volumes: i.volumes.clone(),
         pod_container_manager: i.pod_container_manager.clone(),
         recorder: i.recorder.clone(),
+        node_events: i.node_events.clone(),
+        node_ref: node_ref(i.node_name),
         config_maps: i.api.map(|a| {
             a.objects.config_maps.clone() as Arc<dyn crate::kubelet::envvars::ConfigMapGetter>
         }),
