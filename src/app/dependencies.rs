@@ -222,9 +222,9 @@ pub fn node_config(
         cpu_cfs_quota_period: c.cpu_cfs_quota_period.to_std(),
         fail_swap_on: c.fail_swap_on,
         features: CmFeatureGates {
-            qos_reserved: gate.enabled(features::Feature("QOSReserved")),
-            memory_qos: gate.enabled(features::Feature("MemoryQoS")),
-            custom_cpu_cfs_quota_period: gate.enabled(features::Feature("CustomCPUCFSQuotaPeriod")),
+            qos_reserved: gate.enabled(features::QOS_RESERVED),
+            memory_qos: gate.enabled(features::MEMORY_QOS),
+            custom_cpu_cfs_quota_period: gate.enabled(features::CPU_CFS_QUOTA_PERIOD),
             local_storage_capacity_isolation: c.local_storage_capacity_isolation,
         },
     };

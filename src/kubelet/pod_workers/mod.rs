@@ -221,7 +221,7 @@ pub(crate) struct Shared {
     /// Observations older than this are from before the workers existed.
     created: Instant,
     tasks: OnceLock<TaskSet>,
-    _clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Shared {
@@ -300,9 +300,14 @@ impl PodWorkers {
                 config,
                 created: clock.monotonic(),
                 tasks: OnceLock::new(),
-                _clock: clock,
+                clock,
             }),
         }
+    }
+
+    /// The clock the workers read time from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
     }
 
     /// Start phase: per-pod workers run on `tasks` from now on.
@@ -342,7 +347,7 @@ impl PodWorkers {
             }
         };
         let uid = uid_of(&pod);
-        let now = Instant::now();
+        let now = self.shared.clock.monotonic();
         let mut guard = self.shared.lock();
         let state = &mut *guard;
 
