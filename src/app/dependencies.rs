@@ -191,9 +191,9 @@ pub fn node_config(
     let reserved_cpus = if c.reserved_system_cpus.is_empty() {
         CpuSet::new()
     } else {
-        CpuSet::parse(&c.reserved_system_cpus).map_err(|reason| DependenciesError::Field {
+        CpuSet::parse(&c.reserved_system_cpus).map_err(|e| DependenciesError::Field {
             field: "reservedSystemCPUs",
-            reason,
+            reason: e.to_string(),
         })?
     };
     let mut config = NodeConfig {

@@ -25,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cm::{ContainerManager, PodContainerManager};
 use crate::kubelet::container::helpers::{convert_pod_status_to_running_pod, is_host_network_pod};
-use crate::kubelet::container::{PodStatus, PodSyncResult, RunningPod, Runtime, format_pod};
+use crate::kubelet::container::{
+    PodStatus, PodSyncResult, RunningPod, Runtime, RuntimeError, format_pod,
+};
 use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_workers::events::reasons;
 use crate::kubelet::pod_workers::{
@@ -63,12 +65,19 @@ pub struct PodSyncer {
     pub dirs: PodDirs,
 }
 
+/// Why a pod's data directories could not be made.
+#[derive(Debug, thiserror::Error)]
+enum DataDirsError {
+    #[error(transparent)]
+    Dirs(#[from] crate::kubelet::pod_dirs::PodDirsError),
+    #[error("making pod data directories: {0}")]
+    Aborted(#[from] tokio::task::JoinError),
+}
+
 /// Creates the pod's data directories (makePodDataDirs).
-async fn make_pod_data_dirs(dirs: &PodDirs, uid: &str) -> Result<(), String> {
+async fn make_pod_data_dirs(dirs: &PodDirs, uid: &str) -> Result<(), DataDirsError> {
     let (dirs, uid) = (dirs.clone(), uid.to_string());
-    tokio::task::spawn_blocking(move || dirs.make_pod_data_dirs(&uid).map_err(|e| e.to_string()))
-        .await
-        .map_err(|e| format!("making pod data directories: {e}"))?
+    Ok(tokio::task::spawn_blocking(move || dirs.make_pod_data_dirs(&uid)).await??)
 }
 
 /// Go's `result.Error()`: one failed step, or the list of them.
@@ -106,11 +115,10 @@ impl PodSyncer {
         pod: &Pod,
         running: &RunningPod,
         grace_period_override: Option<i64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RuntimeError> {
         self.runtime
             .kill_pod(Some(pod), running, grace_period_override)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if let Err(e) = self.container_manager.update_qos_cgroups().await {
             crate::vlog!(2, err = %e, "Failed to update QoS cgroups while killing pod");
         }
@@ -258,7 +266,7 @@ impl PodSyncHandler for PodSyncer {
                 &format!("error making pod data directories: {e}"),
             );
             tracing::error!(pod = %format_pod(pod), err = %e, "Unable to make pod data directories for pod");
-            return Err(PodSyncError::Failed(e));
+            return Err(PodSyncError::Failed(e.to_string()));
         }
 
         if !cancel.is_cancelled() {
@@ -317,7 +325,7 @@ impl PodSyncHandler for PodSyncer {
                     reasons::FAILED_TO_KILL_POD,
                     &format!("error killing pod: {e}"),
                 );
-                return Err(PodSyncError::Failed(e));
+                return Err(PodSyncError::Failed(e.to_string()));
             }
             crate::vlog!(4, pod = %format_pod(pod), "Pod termination stopped all running orphan containers");
             return Ok(());
@@ -339,7 +347,7 @@ impl PodSyncHandler for PodSyncer {
                 reasons::FAILED_TO_KILL_POD,
                 &format!("error killing pod: {e}"),
             );
-            return Err(PodSyncError::Failed(e));
+            return Err(PodSyncError::Failed(e.to_string()));
         }
         self.probes.remove_pod(pod);
 

@@ -2,6 +2,7 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod cpuset;
 pub mod inotify;
 pub mod lifecycle;
 pub mod lockfile;

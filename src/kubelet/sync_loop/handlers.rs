@@ -85,6 +85,11 @@ fn creation_key(pod: &Pod) -> Option<jiff::Timestamp> {
     pod.metadata.creation_timestamp.as_ref().map(|t| t.0)
 }
 
+/// A deletion seen before every source reported its pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("skipping delete because sources aren't ready yet")]
+pub struct SourcesNotReady;
+
 impl SyncLoop {
     /// Hands the pod to its worker (dispatchWork).
     pub(super) fn dispatch_work(
@@ -178,9 +183,9 @@ impl SyncLoop {
         }
     }
 
-    fn delete_pod(&self, pod: &Arc<Pod>) -> Result<(), String> {
+    fn delete_pod(&self, pod: &Arc<Pod>) -> Result<(), SourcesNotReady> {
         if !self.sources_ready.all_ready() {
-            return Err("skipping delete because sources aren't ready yet".into());
+            return Err(SourcesNotReady);
         }
         crate::vlog!(3, pod = %format_pod(pod), "Pod has been deleted and must be killed");
         self.pod_workers
