@@ -238,6 +238,7 @@ pub const CPU_MANAGER_POLICY_BETA_OPTIONS: Feature = Feature("CPUManagerPolicyBe
 pub const CONTAINER_CHECKPOINT: Feature = Feature("ContainerCheckpoint");
 pub const DEVICE_PLUGINS: Feature = Feature("DevicePlugins");
 pub const DOWNWARD_API_HUGE_PAGES: Feature = Feature("DownwardAPIHugePages");
+pub const DYNAMIC_KUBELET_CONFIG: Feature = Feature("DynamicKubeletConfig");
 pub const EXEC_PROBE_TIMEOUT: Feature = Feature("ExecProbeTimeout");
 pub const EXPANDED_DNS_CONFIG: Feature = Feature("ExpandedDNSConfig");
 pub const GRACEFUL_NODE_SHUTDOWN: Feature = Feature("GracefulNodeShutdown");
@@ -282,6 +283,7 @@ const USED: &[Feature] = &[
     CONTAINER_CHECKPOINT,
     DEVICE_PLUGINS,
     DOWNWARD_API_HUGE_PAGES,
+    DYNAMIC_KUBELET_CONFIG,
     EXEC_PROBE_TIMEOUT,
     EXPANDED_DNS_CONFIG,
     GRACEFUL_NODE_SHUTDOWN,
@@ -325,11 +327,11 @@ pub enum FeatureGateError {
     },
     #[error("missing bool value for {0}")]
     MissingValue(String),
-    #[error("invalid value of {key}={value}, err: {reason}")]
+    #[error("invalid value of {key}={value}, err: {source}")]
     BadValue {
         key: String,
         value: String,
-        reason: String,
+        source: crate::app::options::values::ValueError,
     },
 }
 
@@ -426,11 +428,11 @@ impl FeatureGate {
                 Some((k, v)) => (k.trim(), v.trim()),
                 None => return Err(FeatureGateError::MissingValue(item.trim().to_string())),
             };
-            let parsed = crate::app::options::values::parse_go_bool(value).map_err(|reason| {
+            let parsed = crate::app::options::values::parse_go_bool(value).map_err(|source| {
                 FeatureGateError::BadValue {
                     key: key.to_string(),
                     value: value.to_string(),
-                    reason,
+                    source,
                 }
             })?;
             settings.insert(key.to_string(), parsed);
@@ -529,6 +531,40 @@ mod tests {
     fn every_constant_is_known() {
         for f in USED {
             assert!(lookup(f.0).is_some(), "{f} missing from the table");
+        }
+    }
+
+    /// A gate named by a literal elsewhere (rather than by its constant)
+    /// must still name a known gate: a typo would read as "off".
+    #[test]
+    fn literal_gate_names_in_the_sources_are_known() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        let needle = concat!("Feature", "(\"");
+        for file in files.iter().filter(|f| !f.ends_with("features.rs")) {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (i, _) in text.match_indices(needle) {
+                let rest = &text[i + needle.len()..];
+                let name = &rest[..rest.find('"').unwrap()];
+                assert!(
+                    lookup(name).is_some(),
+                    "{}: unknown gate {name:?}",
+                    file.display()
+                );
+            }
         }
     }
 

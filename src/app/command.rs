@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::options::help;
 use super::options::parse::{Occurrence, ParseError, parse_args};
+use super::options::values::ValueError;
 use super::options::{
     CommandFlags, FlagValidationError, KubeletFlags, VersionRequest, table::Target,
     validate_kubelet_flags,
@@ -43,11 +44,11 @@ pub enum Outcome {
 pub enum CommandError {
     #[error("failed to parse kubelet flag: {0}")]
     Parse(#[from] ParseError),
-    #[error("failed to parse kubelet flag: invalid argument {value:?} for {flag:?} flag: {reason}")]
+    #[error("failed to parse kubelet flag: invalid argument {value:?} for {flag:?} flag: {source}")]
     InvalidValue {
         value: String,
         flag: String,
-        reason: String,
+        source: ValueError,
     },
     #[error("unknown command {0}")]
     UnknownCommand(String),
@@ -102,11 +103,11 @@ fn display_name(occurrence: &Occurrence) -> String {
     }
 }
 
-fn invalid(occurrence: &Occurrence, reason: String) -> CommandError {
+fn invalid(occurrence: &Occurrence, source: ValueError) -> CommandError {
     CommandError::InvalidValue {
         value: occurrence.value.clone(),
         flag: display_name(occurrence),
-        reason,
+        source,
     }
 }
 
@@ -276,7 +277,7 @@ where
             "Unsupported configuration: kubeletCgroups is not within kubeReservedCgroup"
         );
     }
-    if gate.enabled(features::Feature("DynamicKubeletConfig")) {
+    if gate.enabled(features::DYNAMIC_KUBELET_CONFIG) {
         return Err(CommandError::DynamicConfig);
     }
     Ok(Outcome::Run {

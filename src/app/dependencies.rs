@@ -191,9 +191,9 @@ pub fn node_config(
     let reserved_cpus = if c.reserved_system_cpus.is_empty() {
         CpuSet::new()
     } else {
-        CpuSet::parse(&c.reserved_system_cpus).map_err(|reason| DependenciesError::Field {
+        CpuSet::parse(&c.reserved_system_cpus).map_err(|e| DependenciesError::Field {
             field: "reservedSystemCPUs",
-            reason,
+            reason: e.to_string(),
         })?
     };
     let mut config = NodeConfig {
@@ -222,9 +222,9 @@ pub fn node_config(
         cpu_cfs_quota_period: c.cpu_cfs_quota_period.to_std(),
         fail_swap_on: c.fail_swap_on,
         features: CmFeatureGates {
-            qos_reserved: gate.enabled(features::Feature("QOSReserved")),
-            memory_qos: gate.enabled(features::Feature("MemoryQoS")),
-            custom_cpu_cfs_quota_period: gate.enabled(features::Feature("CustomCPUCFSQuotaPeriod")),
+            qos_reserved: gate.enabled(features::QOS_RESERVED),
+            memory_qos: gate.enabled(features::MEMORY_QOS),
+            custom_cpu_cfs_quota_period: gate.enabled(features::CPU_CFS_QUOTA_PERIOD),
             local_storage_capacity_isolation: c.local_storage_capacity_isolation,
         },
     };

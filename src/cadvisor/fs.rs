@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::{FsInfo, MachineInfoError};
+use crate::util::mountinfo::{find_mount_info, parse_mountinfo};
 
 /// The filesystem holding `path`; `mountinfo` is the text of
 /// /proc/self/mountinfo (empty when unavailable: device and mount point stay empty).
@@ -27,22 +28,15 @@ pub fn fs_info_at(path: &Path, mountinfo: &str) -> Result<FsInfo, MachineInfoErr
 
 fn mount_of(path: &Path, mountinfo: &str) -> (String, String) {
     let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut best: Option<(String, String)> = None;
-    for line in mountinfo.lines() {
-        let Some(entry) = crate::cm::subsystems::parse_mountinfo_line(line) else {
-            continue;
-        };
-        if !target.starts_with(&entry.mount_point) {
-            continue;
-        }
-        let longer = best
-            .as_ref()
-            .is_none_or(|(_, m)| entry.mount_point.len() >= m.len());
-        if longer {
-            best = Some((entry.source.to_string(), entry.mount_point.clone()));
-        }
-    }
-    best.unwrap_or_default()
+    let mounts = parse_mountinfo(mountinfo);
+    find_mount_info(&target, &mounts)
+        .map(|m| {
+            (
+                m.source.clone(),
+                m.mount_point.to_string_lossy().into_owned(),
+            )
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@ use super::qos_container_manager::{
 use super::resources::{CgroupConfig, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_PID, ResourceList};
 use super::system_containers::{self, SystemContainer};
 use crate::cadvisor::{MachineInfo, MachineInfoProvider};
-use crate::util::lifecycle::TaskSet;
+use crate::util::clock::RealClock;
+use crate::util::lifecycle::{Period, TaskSet};
 use crate::util::quantity::Quantity;
 
 /// The node allocatable cgroup's name under cgroupRoot.
@@ -385,23 +386,24 @@ impl Inner {
     }
 }
 
-/// Runs `f` on the blocking pool now and then every `every`, until cancelled.
+/// Runs `f` on the blocking pool now and then `every` after each run
+/// (Go's `wait.Until`), until cancelled.
 fn spawn_periodic<F>(tasks: &TaskSet, name: &'static str, every: Duration, f: F)
 where
     F: Fn() + Send + Sync + 'static,
 {
-    let token = tasks.token();
     let f = Arc::new(f);
-    tasks.spawn(name, async move {
-        loop {
+    tasks.spawn_periodic(
+        name,
+        Period::sliding(every),
+        Arc::new(RealClock),
+        move || {
             let f = f.clone();
-            let _ = tokio::task::spawn_blocking(move || f()).await;
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
+            async move {
+                let _ = tokio::task::spawn_blocking(move || f()).await;
             }
-        }
-    });
+        },
+    );
 }
 
 #[async_trait::async_trait]

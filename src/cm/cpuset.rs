@@ -3,6 +3,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::util::cpuset::{CpuListError, parse_cpu_list};
+
 /// A set of CPU ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CpuSet(BTreeSet<u32>);
@@ -13,34 +15,8 @@ impl CpuSet {
     }
 
     /// Parses `0-3,8`; the empty string is the empty set.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let mut set = BTreeSet::new();
-        let text = text.trim();
-        if text.is_empty() {
-            return Ok(CpuSet(set));
-        }
-        for part in text.split(',') {
-            let bounds: Vec<&str> = part.split('-').collect();
-            let num = |s: &str| {
-                s.trim()
-                    .parse::<u32>()
-                    .map_err(|_| format!("invalid cpu id {s:?} in {text:?}"))
-            };
-            match bounds.as_slice() {
-                [one] => {
-                    set.insert(num(one)?);
-                }
-                [lo, hi] => {
-                    let (lo, hi) = (num(lo)?, num(hi)?);
-                    if lo > hi {
-                        return Err(format!("invalid range {part:?}: start above end"));
-                    }
-                    set.extend(lo..=hi);
-                }
-                _ => return Err(format!("invalid range {part:?} in {text:?}")),
-            }
-        }
-        Ok(CpuSet(set))
+    pub fn parse(text: &str) -> Result<Self, CpuListError> {
+        parse_cpu_list(text).map(CpuSet)
     }
 
     pub fn len(&self) -> usize {

@@ -20,7 +20,6 @@ pub mod host;
 pub mod kernel;
 pub mod node_allocatable;
 pub mod node_config;
-pub mod oom;
 pub mod pod_container_manager;
 pub mod qos;
 pub mod qos_container_manager;

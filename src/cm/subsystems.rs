@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::CmError;
 use super::host::HostPaths;
+use crate::util::mountinfo::parse_mountinfo_line;
 
 /// The cgroup layout of the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,18 +69,19 @@ impl CgroupSubsystems {
             let Some(entry) = parse_mountinfo_line(line) else {
                 continue;
             };
-            match entry.fstype {
-                "cgroup2" => unified.push(PathBuf::from(&entry.mount_point)),
+            match entry.fs_type.as_str() {
+                "cgroup2" => unified.push(entry.mount_point),
                 "cgroup" => {
                     let subsystems: Vec<String> = entry
                         .super_options
-                        .split(',')
+                        .iter()
+                        .map(String::as_str)
                         .filter(|opt| is_subsystem_option(opt, known))
                         .map(|opt| opt.strip_prefix("name=").unwrap_or(opt).to_string())
                         .collect();
                     mounts.push(CgroupMount {
-                        mount_point: PathBuf::from(&entry.mount_point),
-                        root: entry.root.to_string(),
+                        mount_point: entry.mount_point,
+                        root: entry.root,
                         subsystems,
                     });
                 }
@@ -258,57 +260,6 @@ fn is_subsystem_option(opt: &str, known: &BTreeSet<String>) -> bool {
     }
 }
 
-pub(crate) struct MountinfoEntry<'a> {
-    pub root: String,
-    pub mount_point: String,
-    pub fstype: &'a str,
-    pub source: &'a str,
-    pub super_options: &'a str,
-}
-
-/// One mountinfo line: `id parent maj:min root mountpoint opts [tags] - fstype source superopts`.
-pub(crate) fn parse_mountinfo_line(line: &str) -> Option<MountinfoEntry<'_>> {
-    let (left, right) = line.split_once(" - ")?;
-    let fields: Vec<&str> = left.split(' ').collect();
-    if fields.len() < 6 {
-        return None;
-    }
-    let mut rest = right.split(' ');
-    let fstype = rest.next()?;
-    let source = rest.next().unwrap_or("");
-    let super_options = rest.next().unwrap_or("");
-    Some(MountinfoEntry {
-        root: unescape_octal(fields[3]),
-        mount_point: unescape_octal(fields[4]),
-        fstype,
-        source,
-        super_options,
-    })
-}
-
-/// Undoes the kernel's `\040`-style escaping of spaces, tabs, newlines and backslashes.
-fn unescape_octal(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
-            let v = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,13 +359,5 @@ mod tests {
         assert_eq!(m["memory"], "/process_api/x");
         assert_eq!(m["name=systemd"], "/");
         assert_eq!(m[""], "/");
-    }
-
-    #[test]
-    fn mountinfo_escapes() {
-        let e = parse_mountinfo_line("1 2 0:1 / /mnt/a\\040b rw - ext4 /dev/x rw").unwrap();
-        assert_eq!(e.mount_point, "/mnt/a b");
-        assert_eq!(e.fstype, "ext4");
-        assert_eq!(e.source, "/dev/x");
     }
 }

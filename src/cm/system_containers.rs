@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use super::cgroupfs::{self, CgroupWriter};
 use super::error::CmError;
 use super::host::HostPaths;
-use super::oom::apply_oom_score_adj;
 use super::subsystems::{CgroupSubsystems, parse_proc_cgroup};
+use crate::util::oom::OomAdjuster;
 
 /// A cgroup given by its cgroupfs path, present in every hierarchy.
 #[derive(Debug, Clone)]
@@ -213,7 +213,8 @@ pub fn ensure_process_in_container_with_oom_score(
             )));
         }
     }
-    if let Err(e) = apply_oom_score_adj(&host.proc, pid, oom_score_adj) {
+    let target = (pid != 0).then_some(pid);
+    if let Err(e) = OomAdjuster::with_proc_root(&host.proc).apply_blocking(target, oom_score_adj) {
         crate::vlog!(3, pid, oom_score_adj, error = %e, "failed to apply oom_score_adj to process");
         errs.push(CmError::Requirement(format!(
             "failed to apply oom score {oom_score_adj} to PID {pid}: {e}"

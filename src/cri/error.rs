@@ -112,6 +112,18 @@ pub enum CriError {
         reason: String,
     },
 
+    /// The runtime answered with a status that lacks a key field.
+    #[error("{rpc} on {endpoint}: invalid response: {field}")]
+    IncompleteStatus {
+        /// Endpoint called.
+        endpoint: String,
+        /// RPC name.
+        rpc: &'static str,
+        /// What is missing.
+        #[source]
+        field: super::verify::MissingField,
+    },
+
     /// ExecSync ran past its timeout.
     #[error("command {cmd:?} timed out")]
     ExecTimeout {
@@ -209,6 +221,7 @@ impl CriError {
             | CriError::ClientSetup { .. }
             | CriError::UnsupportedApi { .. }
             | CriError::InvalidResponse { .. }
+            | CriError::IncompleteStatus { .. }
             | CriError::ExitCode { .. } => None,
         }
     }

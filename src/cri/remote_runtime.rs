@@ -13,7 +13,7 @@ use super::connection::{MAX_MSG_SIZE, parse_endpoint, request, unary, unix_chann
 use super::error::CriError;
 use super::log_reduction::{IDENTICAL_ERROR_DELAY, LogReduction};
 use super::service::{ExecSyncOutput, Result, RuntimeService};
-use super::verify::{verify_container_status, verify_sandbox_status};
+use super::verify::{MissingField, verify_container_status, verify_sandbox_status};
 use crate::util::clock::{Clock, RealClock};
 use crate::vlog;
 
@@ -108,6 +108,16 @@ impl RemoteRuntimeService {
             endpoint: self.endpoint.clone(),
             rpc,
             reason,
+        };
+        tracing::error!(error = %err, "{rpc} failed");
+        err
+    }
+
+    fn incomplete(&self, rpc: &'static str, field: MissingField) -> CriError {
+        let err = CriError::IncompleteStatus {
+            endpoint: self.endpoint.clone(),
+            rpc,
+            field,
         };
         tracing::error!(error = %err, "{rpc} failed");
         err
@@ -237,7 +247,7 @@ impl RuntimeService for RemoteRuntimeService {
         )
         .await?;
         if let Some(status) = resp.status.as_ref() {
-            verify_sandbox_status(status).map_err(|r| self.invalid("PodSandboxStatus", r))?;
+            verify_sandbox_status(status).map_err(|f| self.incomplete("PodSandboxStatus", f))?;
         }
         Ok(resp)
     }
@@ -401,7 +411,7 @@ impl RuntimeService for RemoteRuntimeService {
         };
         self.log_reduction.clear(container_id);
         if let Some(status) = resp.status.as_ref() {
-            verify_container_status(status).map_err(|r| self.invalid("ContainerStatus", r))?;
+            verify_container_status(status).map_err(|f| self.incomplete("ContainerStatus", f))?;
         }
         Ok(resp)
     }

@@ -3,44 +3,53 @@
 
 use super::api;
 
+/// The field a runtime answer lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MissingField {
+    #[error("status.{0} is not set")]
+    Status(&'static str),
+    #[error("metadata.Name, metadata.Namespace or metadata.Uid is not in metadata {0}")]
+    SandboxMetadata(String),
+    #[error("metadata.Name is not in metadata {0}")]
+    ContainerMetadata(String),
+}
+
 /// A sandbox status needs an id, full metadata and a creation time.
-pub fn verify_sandbox_status(status: &api::PodSandboxStatus) -> Result<(), String> {
+pub fn verify_sandbox_status(status: &api::PodSandboxStatus) -> Result<(), MissingField> {
     if status.id.is_empty() {
-        return Err("status.Id is not set".into());
+        return Err(MissingField::Status("Id"));
     }
     let Some(meta) = status.metadata.as_ref() else {
-        return Err("status.Metadata is not set".into());
+        return Err(MissingField::Status("Metadata"));
     };
     if meta.name.is_empty() || meta.namespace.is_empty() || meta.uid.is_empty() {
-        return Err(format!(
-            "metadata.Name, metadata.Namespace or metadata.Uid is not in metadata {meta:?}"
-        ));
+        return Err(MissingField::SandboxMetadata(format!("{meta:?}")));
     }
     if status.created_at == 0 {
-        return Err("status.CreatedAt is not set".into());
+        return Err(MissingField::Status("CreatedAt"));
     }
     Ok(())
 }
 
 /// A container status needs an id, a name, a creation time and its image.
-pub fn verify_container_status(status: &api::ContainerStatus) -> Result<(), String> {
+pub fn verify_container_status(status: &api::ContainerStatus) -> Result<(), MissingField> {
     if status.id.is_empty() {
-        return Err("status.Id is not set".into());
+        return Err(MissingField::Status("Id"));
     }
     let Some(meta) = status.metadata.as_ref() else {
-        return Err("status.Metadata is not set".into());
+        return Err(MissingField::Status("Metadata"));
     };
     if meta.name.is_empty() {
-        return Err(format!("metadata.Name is not in metadata {meta:?}"));
+        return Err(MissingField::ContainerMetadata(format!("{meta:?}")));
     }
     if status.created_at == 0 {
-        return Err("status.CreatedAt is not set".into());
+        return Err(MissingField::Status("CreatedAt"));
     }
     if status.image.as_ref().is_none_or(|i| i.image.is_empty()) {
-        return Err("status.Image is not set".into());
+        return Err(MissingField::Status("Image"));
     }
     if status.image_ref.is_empty() {
-        return Err("status.ImageRef is not set".into());
+        return Err(MissingField::Status("ImageRef"));
     }
     Ok(())
 }
@@ -103,7 +112,7 @@ mod tests {
             mutate(&mut s);
             match (verify_sandbox_status(&s), want) {
                 (Ok(()), None) => {}
-                (Err(e), Some(w)) => assert!(e.contains(w), "{name}: {e}"),
+                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{name}: {e}"),
                 (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }
         }
@@ -125,7 +134,7 @@ mod tests {
             mutate(&mut s);
             match (verify_container_status(&s), want) {
                 (Ok(()), None) => {}
-                (Err(e), Some(w)) => assert!(e.contains(w), "{name}: {e}"),
+                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{name}: {e}"),
                 (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }
         }

@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use tokio::time::Instant;
 
 use crate::cm::{CgroupName, PodContainerManager};
 use crate::kubelet::container::{Runtime, format_pod};
@@ -220,7 +219,7 @@ impl Housekeeping {
             report.restarted.push(uid.clone());
             let mirror = self.pod_manager.get_mirror_pod_by_pod(pod);
             let mut options = UpdatePodOptions::new(SyncPodType::Create, pod.clone(), mirror);
-            options.start_time = Some(Instant::now());
+            options.start_time = Some(self.pod_workers.clock().monotonic());
             self.pod_workers.update_pod(options);
         }
         Ok(report)

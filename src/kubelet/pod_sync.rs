@@ -24,9 +24,9 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
 
 use crate::cm::{ContainerManager, PodContainerManager};
-use crate::kubelet::container::helpers::is_host_network_pod;
+use crate::kubelet::container::helpers::{convert_pod_status_to_running_pod, is_host_network_pod};
 use crate::kubelet::container::{
-    ContainerState, PodStatus, PodSyncResult, RunningContainer, RunningPod, Runtime, format_pod,
+    PodStatus, PodSyncResult, RunningPod, Runtime, RuntimeError, format_pod,
 };
 use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_workers::events::reasons;
@@ -65,49 +65,19 @@ pub struct PodSyncer {
     pub dirs: PodDirs,
 }
 
-/// Creates the pod's data directories (makePodDataDirs).
-async fn make_pod_data_dirs(dirs: &PodDirs, uid: &str) -> Result<(), String> {
-    let (dirs, uid) = (dirs.clone(), uid.to_string());
-    tokio::task::spawn_blocking(move || dirs.make_pod_data_dirs(&uid).map_err(|e| e.to_string()))
-        .await
-        .map_err(|e| format!("making pod data directories: {e}"))?
+/// Why a pod's data directories could not be made.
+#[derive(Debug, thiserror::Error)]
+enum DataDirsError {
+    #[error(transparent)]
+    Dirs(#[from] crate::kubelet::pod_dirs::PodDirsError),
+    #[error("making pod data directories: {0}")]
+    Aborted(#[from] tokio::task::JoinError),
 }
 
-/// The runtime's view of what runs of a pod, from its status
-/// (ConvertPodStatusToRunningPod).
-pub fn running_pod_from_status(runtime_type: &str, status: &PodStatus) -> RunningPod {
-    RunningPod {
-        id: status.id.clone(),
-        name: status.name.clone(),
-        namespace: status.namespace.clone(),
-        containers: status
-            .running_container_statuses()
-            .map(|c| RunningContainer {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                image: c.image.clone(),
-                image_id: c.image_id.clone(),
-                hash: c.hash,
-                state: c.state,
-            })
-            .collect(),
-        sandboxes: status
-            .sandbox_statuses
-            .iter()
-            .map(|s| RunningContainer {
-                id: crate::kubelet::container::ContainerId::new(runtime_type, s.id.clone()),
-                name: String::new(),
-                image: String::new(),
-                image_id: String::new(),
-                hash: 0,
-                state: if s.state == crate::cri::api::PodSandboxState::SandboxReady as i32 {
-                    ContainerState::Running
-                } else {
-                    ContainerState::Exited
-                },
-            })
-            .collect(),
-    }
+/// Creates the pod's data directories (makePodDataDirs).
+async fn make_pod_data_dirs(dirs: &PodDirs, uid: &str) -> Result<(), DataDirsError> {
+    let (dirs, uid) = (dirs.clone(), uid.to_string());
+    Ok(tokio::task::spawn_blocking(move || dirs.make_pod_data_dirs(&uid)).await??)
 }
 
 /// Go's `result.Error()`: one failed step, or the list of them.
@@ -145,11 +115,10 @@ impl PodSyncer {
         pod: &Pod,
         running: &RunningPod,
         grace_period_override: Option<i64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RuntimeError> {
         self.runtime
             .kill_pod(Some(pod), running, grace_period_override)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if let Err(e) = self.container_manager.update_qos_cgroups().await {
             crate::vlog!(2, err = %e, "Failed to update QoS cgroups while killing pod");
         }
@@ -168,7 +137,7 @@ impl PodSyncer {
         let first_sync = !api_running;
         let mut killed = false;
         if !pcm.exists(pod).await && !first_sync {
-            let running = running_pod_from_status(self.runtime.runtime_type(), status);
+            let running = convert_pod_status_to_running_pod(self.runtime.runtime_type(), status);
             match self.kill_pod(pod, &running, None).await {
                 Ok(()) => killed = true,
                 Err(e) => {
@@ -258,7 +227,7 @@ impl PodSyncHandler for PodSyncer {
 
         if !runnable.admit {
             crate::vlog!(2, pod = %format_pod(pod), message = %runnable.message, "Pod is not runnable and must have running containers stopped");
-            let running = running_pod_from_status(self.runtime.runtime_type(), &status);
+            let running = convert_pod_status_to_running_pod(self.runtime.runtime_type(), &status);
             return Err(match self.kill_pod(pod, &running, None).await {
                 Err(e) => {
                     self.event(
@@ -297,7 +266,7 @@ impl PodSyncHandler for PodSyncer {
                 &format!("error making pod data directories: {e}"),
             );
             tracing::error!(pod = %format_pod(pod), err = %e, "Unable to make pod data directories for pod");
-            return Err(PodSyncError::Failed(e));
+            return Err(PodSyncError::Failed(e.to_string()));
         }
 
         if !cancel.is_cancelled() {
@@ -356,7 +325,7 @@ impl PodSyncHandler for PodSyncer {
                     reasons::FAILED_TO_KILL_POD,
                     &format!("error killing pod: {e}"),
                 );
-                return Err(PodSyncError::Failed(e));
+                return Err(PodSyncError::Failed(e.to_string()));
             }
             crate::vlog!(4, pod = %format_pod(pod), "Pod termination stopped all running orphan containers");
             return Ok(());
@@ -370,7 +339,7 @@ impl PodSyncHandler for PodSyncer {
         crate::vlog!(4, pod = %format_pod(pod), grace_period = ?grace_period, "Pod terminating with grace period");
 
         self.probes.stop_liveness_and_startup(pod);
-        let running = running_pod_from_status(self.runtime.runtime_type(), &status);
+        let running = convert_pod_status_to_running_pod(self.runtime.runtime_type(), &status);
         if let Err(e) = self.kill_pod(pod, &running, grace_period).await {
             self.event(
                 pod,
@@ -378,7 +347,7 @@ impl PodSyncHandler for PodSyncer {
                 reasons::FAILED_TO_KILL_POD,
                 &format!("error killing pod: {e}"),
             );
-            return Err(PodSyncError::Failed(e));
+            return Err(PodSyncError::Failed(e.to_string()));
         }
         self.probes.remove_pod(pod);
 

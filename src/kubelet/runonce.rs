@@ -10,9 +10,9 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
 
 use super::build::Kubelet;
-use crate::kubelet::container::{ContainerState, PodStatus, format_pod};
+use crate::kubelet::container::{ContainerState, PodStatus, RuntimeError, format_pod};
 use crate::kubelet::pod_dirs::{DataDirOptions, setup_data_dirs};
-use crate::kubelet::pod_workers::PodSyncHandler;
+use crate::kubelet::pod_workers::{PodSyncError, PodSyncHandler};
 use crate::kubelet::status::ApiPodStatus;
 use crate::kubelet::status::generate::FAILED;
 use crate::kubelet::types::SyncPodType;
@@ -34,6 +34,19 @@ pub enum RunOnceError {
     Pods(Vec<String>),
     #[error("{0}")]
     Setup(String),
+}
+
+/// Why one pod did not reach running.
+#[derive(Debug, thiserror::Error)]
+pub enum RunPodError {
+    #[error("unable to get status for pod {pod:?}: {source}")]
+    Status { pod: String, source: RuntimeError },
+    #[error("error syncing pod {pod:?}: {source}")]
+    Sync { pod: String, source: PodSyncError },
+    #[error(
+        "timeout error: pod {pod:?} containers not running after {RUN_ONCE_MAX_RETRIES} retries"
+    )]
+    Timeout { pod: String },
 }
 
 /// One pod's outcome.
@@ -142,7 +155,7 @@ impl Kubelet {
                     tracing::info!(pod = %format_pod(&pod), container_name = ?failed, err = %e, "Unable to start pod because container failed");
                 }
             }
-            results.push(self.result(pod, outcome.err()));
+            results.push(self.result(pod, outcome.err().map(|e| e.to_string())));
         }
         results
     }
@@ -156,7 +169,7 @@ impl Kubelet {
         }
     }
 
-    async fn runtime_status(&self, pod: &Pod) -> Result<PodStatus, String> {
+    async fn runtime_status(&self, pod: &Pod) -> Result<PodStatus, RunPodError> {
         let meta = &pod.metadata;
         self.runtime
             .get_pod_status(
@@ -165,11 +178,14 @@ impl Kubelet {
                 meta.namespace.as_deref().unwrap_or_default(),
             )
             .await
-            .map_err(|e| format!("unable to get status for pod {:?}: {e}", format_pod(pod)))
+            .map_err(|source| RunPodError::Status {
+                pod: format_pod(pod),
+                source,
+            })
     }
 
     /// Syncs the pod until its containers run (runPod).
-    async fn run_pod(&self, pod: &Arc<Pod>) -> Result<(), String> {
+    async fn run_pod(&self, pod: &Arc<Pod>) -> Result<(), RunPodError> {
         let mut delay = RUN_ONCE_RETRY_DELAY;
         let cancel = CancellationToken::new();
         for retry in 0.. {
@@ -186,15 +202,17 @@ impl Kubelet {
                 .syncer
                 .sync_pod(&cancel, SyncPodType::Update, pod, None, status)
                 .await
-                .map_err(|e| format!("error syncing pod {:?}: {e}", format_pod(pod)))?;
+                .map_err(|source| RunPodError::Sync {
+                    pod: format_pod(pod),
+                    source,
+                })?;
             if terminal {
                 return Ok(());
             }
             if retry >= RUN_ONCE_MAX_RETRIES {
-                return Err(format!(
-                    "timeout error: pod {:?} containers not running after {RUN_ONCE_MAX_RETRIES} retries",
-                    format_pod(pod)
-                ));
+                return Err(RunPodError::Timeout {
+                    pod: format_pod(pod),
+                });
             }
             tracing::info!(pod = %format_pod(pod), duration = ?delay, "Pod's containers synced, waiting");
             tokio::time::sleep(delay).await;

@@ -280,12 +280,12 @@ impl SyncLoop {
             );
             return;
         }
-        let start = tokio::time::Instant::now();
+        let start = self.clock.monotonic();
         crate::vlog!(4, "SyncLoop (housekeeping)");
         if let Err(e) = self.housekeeping.handle_pod_cleanups().await {
             tracing::error!(err = %e, "Failed cleaning pods");
         }
-        let took = start.elapsed();
+        let took = self.clock.monotonic().saturating_duration_since(start);
         if took > HOUSEKEEPING_WARNING_DURATION {
             tracing::error!(
                 seconds = took.as_secs_f64(),

@@ -171,22 +171,34 @@ impl LoggingConfiguration {
     }
 }
 
+/// A `-vmodule` entry that is not `pattern=N`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VModuleError {
+    #[error("{0:?} does not have the pattern=N format")]
+    Format(String),
+    #[error("parsing verbosity in {part:?}: {level:?} is not a level")]
+    Level { part: String, level: String },
+}
+
 /// Parses `-vmodule`'s `pattern=N,pattern=N`.
-pub fn parse_vmodule(text: &str) -> Result<Vec<VModuleItem>, String> {
+pub fn parse_vmodule(text: &str) -> Result<Vec<VModuleItem>, VModuleError> {
     let mut items = Vec::new();
     for part in text.split(',').filter(|p| !p.is_empty()) {
         let fields: Vec<&str> = part.split('=').collect();
         let [pattern, level] = fields.as_slice() else {
-            return Err(format!("{part:?} does not have the pattern=N format"));
+            return Err(VModuleError::Format(part.to_string()));
         };
         if pattern.is_empty() || level.is_empty() {
-            return Err(format!("{part:?} does not have the pattern=N format"));
+            return Err(VModuleError::Format(part.to_string()));
         }
         let verbosity = level
             .parse::<u32>()
             .ok()
             .filter(|v| *v <= i32::MAX as u32 && level.bytes().all(|c| c.is_ascii_digit()))
-            .ok_or_else(|| format!("parsing verbosity in {part:?}: {level:?} is not a level"))?;
+            .ok_or_else(|| VModuleError::Level {
+                part: part.to_string(),
+                level: level.to_string(),
+            })?;
         items.push(VModuleItem {
             file_pattern: pattern.to_string(),
             verbosity,

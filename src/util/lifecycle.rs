@@ -3,10 +3,114 @@
 //! every task and waits for them within a bound.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+use crate::util::clock::Clock;
+
+/// How a periodic task is paced (Go's `wait.JitterUntil` family).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Period {
+    /// The wait between runs.
+    pub every: Duration,
+    /// Each wait grows by a random part of up to `jitter * every` (0: none).
+    pub jitter: f64,
+    /// Sliding: the wait starts when a run ends (`wait.Until`); otherwise it
+    /// starts when a run begins (`wait.NonSlidingUntil`), so a slow run
+    /// eats into the next wait.
+    pub sliding: bool,
+    /// Wait once before the first run (`wait.PollUntil`'s start) instead
+    /// of running at once.
+    pub wait_first: bool,
+}
+
+impl Period {
+    /// Runs now, then `every` after each run ends.
+    pub const fn sliding(every: Duration) -> Self {
+        Period {
+            every,
+            jitter: 0.0,
+            sliding: true,
+            wait_first: false,
+        }
+    }
+
+    /// Runs now, then every `every` measured from each run's start.
+    pub const fn fixed(every: Duration) -> Self {
+        Period {
+            every,
+            jitter: 0.0,
+            sliding: false,
+            wait_first: false,
+        }
+    }
+
+    /// The same pace with `factor` jitter.
+    pub const fn with_jitter(self, factor: f64) -> Self {
+        Period {
+            jitter: factor,
+            ..self
+        }
+    }
+
+    /// The same pace, waiting one period before the first run.
+    pub const fn waiting_first(self) -> Self {
+        Period {
+            wait_first: true,
+            ..self
+        }
+    }
+
+    /// The next wait, with its jitter.
+    fn next_wait(&self) -> Duration {
+        if self.jitter > 0.0 {
+            self.every + self.every.mul_f64(self.jitter * rand::random::<f64>())
+        } else {
+            self.every
+        }
+    }
+}
+
+/// Runs `f` on `period` until `token` is cancelled. A run in progress is
+/// never interrupted; cancellation is seen before each run and during each
+/// wait. Elapsed time is read from `clock`, waits are tokio timers, so
+/// paused-time tests drive it.
+pub async fn run_periodic<F, Fut>(
+    token: CancellationToken,
+    period: Period,
+    clock: Arc<dyn Clock>,
+    mut f: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    if period.wait_first {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(period.next_wait()) => {}
+        }
+    }
+    loop {
+        if token.is_cancelled() {
+            return;
+        }
+        let wait = period.next_wait();
+        let started = clock.monotonic();
+        f().await;
+        let wait = if period.sliding {
+            wait
+        } else {
+            wait.saturating_sub(clock.monotonic().saturating_duration_since(started))
+        };
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
 
 /// Where tasks are spawned during the start phase. Cloning is cheap; every
 /// clone spawns into the same set and observes the same cancellation.
@@ -36,6 +140,21 @@ impl TaskSet {
         let span = tracing::debug_span!("task", name);
         self.tracker
             .spawn(tracing::Instrument::instrument(fut, span));
+    }
+
+    /// Spawns a named task that runs `f` on `period` until shutdown (see
+    /// [`run_periodic`]).
+    pub fn spawn_periodic<F, Fut>(
+        &self,
+        name: &'static str,
+        period: Period,
+        clock: Arc<dyn Clock>,
+        f: F,
+    ) where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.spawn(name, run_periodic(self.token(), period, clock, f));
     }
 
     /// Runs a blocking closure on the blocking pool, tracked like any task.
@@ -98,8 +217,10 @@ impl ShutdownHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use crate::util::clock::RealClock;
+    use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::time::Instant;
 
     #[tokio::test]
     async fn shutdown_cancels_and_waits_for_every_task() {
@@ -139,5 +260,72 @@ mod tests {
             .await
             .expect_err("a stubborn task outlives the bound");
         assert_eq!(err.remaining, 1);
+    }
+
+    /// The offsets from the start at which each run began, over `total`.
+    async fn run_starts(period: Period, run_takes: Duration, total: Duration) -> Vec<Duration> {
+        let set = TaskSet::new();
+        let starts = Arc::new(Mutex::new(Vec::new()));
+        let origin = Instant::now();
+        let seen = starts.clone();
+        set.spawn_periodic("periodic", period, Arc::new(RealClock), move || {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(origin.elapsed());
+                tokio::time::sleep(run_takes).await;
+            }
+        });
+        tokio::time::sleep(total).await;
+        set.into_shutdown_handle()
+            .shutdown(Duration::from_secs(60))
+            .await
+            .expect("the periodic task stops");
+        starts.lock().unwrap().clone()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn periodic_pacing_table() {
+        let s = Duration::from_secs;
+        let cases: [(&str, Period, Duration, Vec<Duration>); 4] = [
+            (
+                "sliding",
+                Period::sliding(s(10)),
+                s(2),
+                vec![s(0), s(12), s(24)],
+            ),
+            (
+                "fixed",
+                Period::fixed(s(10)),
+                s(2),
+                vec![s(0), s(10), s(20), s(30)],
+            ),
+            (
+                "fixed, slow runs",
+                Period::fixed(s(10)),
+                s(15),
+                vec![s(0), s(15), s(30)],
+            ),
+            (
+                "waiting first",
+                Period::sliding(s(10)).waiting_first(),
+                s(0),
+                vec![s(10), s(20), s(30)],
+            ),
+        ];
+        for (name, period, run_takes, want) in cases {
+            let got = run_starts(period, run_takes, s(35)).await;
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn periodic_jitter_stays_within_its_factor() {
+        let s = Duration::from_secs;
+        let got = run_starts(Period::sliding(s(10)).with_jitter(0.5), s(0), s(100)).await;
+        assert!(got.len() >= 7 && got.len() <= 11, "{got:?}");
+        for pair in got.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap >= s(10) && gap <= s(15), "{gap:?}");
+        }
     }
 }

@@ -2,14 +2,17 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod cpuset;
 pub mod event_type;
 pub mod fieldpath;
 pub mod inotify;
 pub mod lifecycle;
 pub mod lockfile;
+pub mod mountinfo;
 pub mod node_name;
 pub mod object_getters;
 pub mod oom;
+pub mod path;
 pub mod pod_dirs;
 pub mod quantity;
 pub mod resource;

@@ -19,6 +19,9 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+use crate::util::path::clean_path;
+use crate::volume::util::mount::SharedMountError;
+
 /// `pods`: one directory per pod UID.
 pub const PODS_DIR_NAME: &str = "pods";
 /// `volumes`: per-pod volume directories, by escaped plugin name.
@@ -50,7 +53,7 @@ impl PodDirs {
     /// The layout under `root` (cleaned lexically, as Go's `path.Clean`).
     pub fn new(root: impl AsRef<Path>) -> Self {
         PodDirs {
-            root: clean(root.as_ref()),
+            root: clean_path(root.as_ref()),
         }
     }
 
@@ -188,7 +191,7 @@ pub enum PodDirsError {
         source: io::Error,
     },
     #[error("error configuring root directory: {0}")]
-    RootShared(String),
+    RootShared(#[source] SharedMountError),
 }
 
 /// `mkdir -p` with `mode` for the directories it creates (umask applies,
@@ -210,7 +213,7 @@ pub struct DataDirOptions {
 pub fn setup_data_dirs(
     dirs: &PodDirs,
     opts: DataDirOptions,
-    make_rshared: impl FnOnce(&Path) -> Result<(), String>,
+    make_rshared: impl FnOnce(&Path) -> Result<(), SharedMountError>,
 ) -> Result<(), PodDirsError> {
     let create = |what: &'static str, path: PathBuf, mode: u32| {
         mkdir_all(&path, mode).map_err(|source| PodDirsError::Create { what, path, source })
@@ -225,32 +228,6 @@ pub fn setup_data_dirs(
         create("checkpoint", dirs.checkpoints_dir(), 0o700)?;
     }
     Ok(())
-}
-
-/// Go's `path.Clean` for paths.
-fn clean(path: &Path) -> PathBuf {
-    let text = path.to_string_lossy();
-    let absolute = text.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in text.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !absolute {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let joined = parts.join("/");
-    match (absolute, joined.is_empty()) {
-        (true, _) => PathBuf::from(format!("/{joined}")),
-        (false, true) => PathBuf::from("."),
-        (false, false) => PathBuf::from(joined),
-    }
 }
 
 #[cfg(test)]
@@ -364,8 +341,16 @@ mod tests {
         assert!(dirs.pod_plugins_dir("u1").is_dir());
         assert_eq!(dirs.list_pods_from_disk().expect("list"), vec!["u1"]);
 
-        let err = setup_data_dirs(&dirs, DataDirOptions::default(), |_| Err("nope".into()))
-            .expect_err("rshared failure is reported");
-        assert_eq!(err.to_string(), "error configuring root directory: nope");
+        let err = setup_data_dirs(&dirs, DataDirOptions::default(), |p| {
+            Err(SharedMountError::NoMount(p.to_path_buf()))
+        })
+        .expect_err("rshared failure is reported");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "error configuring root directory: cannot find mount point for {:?}",
+                dirs.root_dir()
+            )
+        );
     }
 }

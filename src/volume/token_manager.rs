@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 
 use crate::util::clock::Clock;
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet};
 
 const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 const GC_PERIOD: Duration = Duration::from_secs(60);
@@ -181,16 +181,15 @@ impl TokenManager {
     /// Spawns the minute-by-minute cleanup.
     pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
         let me = self.clone();
-        let token = tasks.token();
-        tasks.spawn("token-manager-gc", async move {
-            let mut tick = tokio::time::interval(GC_PERIOD);
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tick.tick() => me.cleanup(),
-                }
-            }
-        });
+        tasks.spawn_periodic(
+            "token-manager-gc",
+            Period::sliding(GC_PERIOD),
+            self.clock.clone(),
+            move || {
+                me.cleanup();
+                std::future::ready(())
+            },
+        );
     }
 
     fn expired(&self, tr: &TokenRequest) -> bool {

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::decode::{self, FieldError};
 use super::defaults;
 use super::types::{API_VERSION, KIND, KubeletConfiguration, V1Beta1KubeletConfiguration};
+use crate::util::path::clean_path;
 use crate::util::yaml::{self, YamlError};
 
 /// Why a configuration file could not be loaded. Each names the file.
@@ -28,8 +29,11 @@ pub enum LoadError {
     Empty { path: PathBuf },
     #[error("failed to decode kubelet config file {path:?}: {source}")]
     Syntax { path: PathBuf, source: YamlError },
-    #[error("failed to decode kubelet config file {path:?}: {message}")]
-    TypeMeta { path: PathBuf, message: String },
+    #[error("failed to decode kubelet config file {path:?}: {source}")]
+    TypeMeta {
+        path: PathBuf,
+        source: TypeMetaError,
+    },
     #[error("failed to decode kubelet config file {path:?}: {source}")]
     Field { path: PathBuf, source: FieldError },
 }
@@ -54,9 +58,9 @@ pub fn decode_document(path: &Path, text: &str) -> Result<Loaded, LoadError> {
         source,
     })?;
     let mut value = converted.value;
-    check_type_meta(&mut value).map_err(|message| LoadError::TypeMeta {
+    check_type_meta(&mut value).map_err(|source| LoadError::TypeMeta {
         path: path.to_path_buf(),
-        message,
+        source,
     })?;
     let decoded = decode::decode::<V1Beta1KubeletConfiguration>(value).map_err(|source| {
         LoadError::Field {
@@ -79,39 +83,60 @@ pub fn decode_document(path: &Path, text: &str) -> Result<Loaded, LoadError> {
     })
 }
 
+/// What is wrong with a document's `apiVersion` and `kind`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TypeMetaError {
+    #[error("the document must be a mapping with apiVersion: {API_VERSION} and kind: {KIND}")]
+    NotAMapping,
+    #[error("field {field}: expected a string, got {value}")]
+    NotAString { field: &'static str, value: String },
+    #[error("field {field} is missing; it must be {want}")]
+    Missing {
+        field: &'static str,
+        want: &'static str,
+    },
+    #[error("field {field}: {value:?} is not supported; the kubelet reads {want}")]
+    Unsupported {
+        field: &'static str,
+        value: String,
+        want: &'static str,
+    },
+}
+
 /// Checks and removes `apiVersion` and `kind`.
-fn check_type_meta(value: &mut Value) -> Result<(), String> {
+fn check_type_meta(value: &mut Value) -> Result<(), TypeMetaError> {
     let Value::Object(map) = value else {
-        return Err(format!(
-            "the document must be a mapping with apiVersion: {API_VERSION} and kind: {KIND}"
-        ));
+        return Err(TypeMetaError::NotAMapping);
     };
-    let field = |map: &serde_json::Map<String, Value>, name: &str| -> Result<String, String> {
-        match map.get(name) {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(format!("field {name}: expected a string, got {other}")),
+    let text = |map: &serde_json::Map<String, Value>, field: &'static str| match map.get(field) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(TypeMetaError::NotAString {
+            field,
+            value: other.to_string(),
+        }),
+    };
+    let api_version = text(map, "apiVersion")?;
+    let kind = text(map, "kind")?;
+    for (field, value, want) in [
+        ("kind", &kind, KIND),
+        ("apiVersion", &api_version, API_VERSION),
+    ] {
+        if value.is_empty() {
+            return Err(TypeMetaError::Missing { field, want });
         }
-    };
-    let api_version = field(map, "apiVersion")?;
-    let kind = field(map, "kind")?;
-    if kind.is_empty() {
-        return Err(format!("field kind is missing; it must be {KIND}"));
     }
-    if api_version.is_empty() {
-        return Err(format!(
-            "field apiVersion is missing; it must be {API_VERSION}"
-        ));
-    }
-    if api_version != API_VERSION {
-        return Err(format!(
-            "field apiVersion: {api_version:?} is not supported; the kubelet reads {API_VERSION}"
-        ));
-    }
-    if kind != KIND {
-        return Err(format!(
-            "field kind: {kind:?} is not supported; the kubelet reads {KIND}"
-        ));
+    for (field, value, want) in [
+        ("apiVersion", &api_version, API_VERSION),
+        ("kind", &kind, KIND),
+    ] {
+        if value != want {
+            return Err(TypeMetaError::Unsupported {
+                field,
+                value: value.clone(),
+                want,
+            });
+        }
     }
     map.remove("apiVersion");
     map.remove("kind");
@@ -126,37 +151,14 @@ pub fn absolute(path: &Path) -> std::io::Result<PathBuf> {
     } else {
         std::env::current_dir()?.join(path)
     };
-    Ok(clean(&joined))
-}
-
-/// Lexical clean-up as Go's `filepath.Clean`: drops `.`, folds `..`.
-pub fn clean(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out: Vec<Component<'_>> = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => match out.last() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir) => {}
-                _ => out.push(c),
-            },
-            other => out.push(other),
-        }
-    }
-    if out.is_empty() {
-        return PathBuf::from(".");
-    }
-    out.iter().collect()
+    Ok(clean_path(&joined))
 }
 
 /// Resolves the configuration's relative path fields against `dir`.
 pub fn resolve_relative_paths(config: &mut KubeletConfiguration, dir: &Path) {
     for field in config.path_refs_mut() {
         if !field.is_empty() && !Path::new(field.as_str()).is_absolute() {
-            *field = clean(&dir.join(field.as_str()))
+            *field = clean_path(&dir.join(field.as_str()))
                 .to_string_lossy()
                 .into_owned();
         }

@@ -208,7 +208,7 @@ pub fn validate_kubelet_configuration(
                 "reservedSystemCPUs (--reserved-cpus) cannot be used with systemReservedCgroup (--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)",
             ));
         }
-        if let Err(e) = parse_cpuset(&kc.reserved_system_cpus) {
+        if let Err(e) = crate::util::cpuset::parse_cpu_list(&kc.reserved_system_cpus) {
             errs.push(invalid(format!(
                 "unable to parse reservedSystemCPUs (--reserved-cpus) {:?}: {e}",
                 kc.reserved_system_cpus
@@ -429,29 +429,4 @@ fn validate_tracing(kc: &KubeletConfiguration, gate: &FeatureGate, errs: &mut Ve
             Ok(_) => {}
         }
     }
-}
-
-/// Parses a Linux CPU list (`0-3,7,9-11`).
-pub fn parse_cpuset(text: &str) -> Result<Vec<u32>, String> {
-    let mut cpus = Vec::new();
-    if text.is_empty() {
-        return Ok(cpus);
-    }
-    for part in text.split(',') {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let start: u32 = a.parse().map_err(|_| format!("invalid range {part:?}"))?;
-                let end: u32 = b.parse().map_err(|_| format!("invalid range {part:?}"))?;
-                if start > end {
-                    return Err(format!(
-                        "invalid range {part:?}: the start is after the end"
-                    ));
-                }
-                cpus.extend(start..=end);
-            }
-            None => cpus.push(part.parse().map_err(|_| format!("invalid CPU {part:?}"))?),
-        }
-    }
-    Ok(cpus)
 }

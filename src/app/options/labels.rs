@@ -21,26 +21,33 @@ pub const KUBELET_LABEL_NAMESPACES: &[&str] = &["kubelet.kubernetes.io", "node.k
 
 use crate::util::validation;
 
-fn joined(errs: Vec<String>) -> Result<(), String> {
-    if errs.is_empty() {
+/// A name or value that breaks the label syntax, with every rule it breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .problems.join("; "))]
+pub struct LabelError {
+    pub problems: Vec<String>,
+}
+
+fn joined(problems: Vec<String>) -> Result<(), LabelError> {
+    if problems.is_empty() {
         Ok(())
     } else {
-        Err(errs.join("; "))
+        Err(LabelError { problems })
     }
 }
 
 /// A DNS-1123 subdomain: lower-case labels joined by dots.
-pub fn is_dns1123_subdomain(s: &str) -> Result<(), String> {
+pub fn is_dns1123_subdomain(s: &str) -> Result<(), LabelError> {
     joined(validation::is_dns1123_subdomain(s))
 }
 
 /// A label key or other qualified name: `[prefix/]name`.
-pub fn is_qualified_name(s: &str) -> Result<(), String> {
+pub fn is_qualified_name(s: &str) -> Result<(), LabelError> {
     joined(validation::is_qualified_name(s))
 }
 
 /// A label value: empty, or up to 63 name characters.
-pub fn is_valid_label_value(s: &str) -> Result<(), String> {
+pub fn is_valid_label_value(s: &str) -> Result<(), LabelError> {
     joined(validation::is_valid_label_value(s))
 }
 

@@ -224,10 +224,10 @@ pub fn validate_kubelet_flags(
             unknown.push(k);
         }
         if let Err(e) = labels::is_qualified_name(k) {
-            invalid.entry(k).or_default().push(e);
+            invalid.entry(k).or_default().push(e.to_string());
         }
         if let Err(e) = labels::is_valid_label_value(v) {
-            invalid.entry(v).or_default().push(e);
+            invalid.entry(v).or_default().push(e.to_string());
         }
     }
     if !unknown.is_empty() {

@@ -16,7 +16,65 @@ use crate::apis::config::types::MemoryReservation;
 use crate::logs::config::{VModuleItem, parse_vmodule};
 use crate::util::quantity::{self, Quantity};
 
-use super::labels;
+use super::labels::{self, LabelError};
+use crate::apis::config::duration::DurationError;
+use crate::logs::config::VModuleError;
+use crate::util::quantity::QuantityError;
+
+/// Why a flag value was refused; the texts are those of the Go parsers
+/// behind each flag kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("strconv.{func}: parsing {input:?}: invalid syntax")]
+    Syntax { func: &'static str, input: String },
+    #[error("strconv.{func}: parsing {input:?}: value out of range")]
+    Range { func: &'static str, input: String },
+    #[error("parse error on line 1, column {column}: {problem}")]
+    Csv {
+        column: usize,
+        problem: &'static str,
+    },
+    #[error("{0:?} is not a valid IP address")]
+    Ip(String),
+    #[error(transparent)]
+    Duration(#[from] DurationError),
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+    #[error(transparent)]
+    VModule(#[from] VModuleError),
+    #[error("malformed pair, expect {expect}")]
+    MalformedPair { expect: &'static str },
+    #[error("invalid value of {key}: {value}, err: {source}")]
+    PairValue {
+        key: String,
+        value: String,
+        source: Box<ValueError>,
+    },
+    #[error("invalid taint spec: {spec}")]
+    TaintSpec { spec: String },
+    #[error("invalid taint spec: {spec}, {source}")]
+    TaintName { spec: String, source: LabelError },
+    #[error("invalid taint effect: {effect}, unsupported taint effect")]
+    TaintEffect { effect: String },
+    #[error("duplicated taints with the same key and effect: {key}:{effect}")]
+    DuplicateTaint { key: String, effect: String },
+    #[error(
+        "the reserved memory has an incorrect format, expected numaNodeID:type=quantity[,type=quantity...], got {0}"
+    )]
+    ReservationFormat(String),
+    #[error("the NUMA node ID must be an integer, got {0}")]
+    NumaNode(String),
+    #[error("the reserved limit has an incorrect value, expected type=quantity, got {0}")]
+    ReservedLimit(String),
+    #[error("memory type conversion error, unknown type: {0:?}")]
+    MemoryType(String),
+    #[error("failed to parse the quantity, expected a quantity, got {0}")]
+    ReservedQuantity(String),
+    #[error("unknown severity level {0:?}")]
+    Severity(String),
+    #[error("syntax error: expect file:line")]
+    TraceLocation,
+}
 
 /// One kind of flag value.
 pub trait FlagValue {
@@ -26,16 +84,19 @@ pub trait FlagValue {
     const TYPE: &'static str;
     /// The value a bare `--flag` means; `None` when the flag needs a value.
     const NO_OPT: Option<&'static str> = None;
-    fn set(target: &mut Self::Target, value: &str, first: bool) -> Result<(), String>;
+    fn set(target: &mut Self::Target, value: &str, first: bool) -> Result<(), ValueError>;
     fn get(target: &Self::Target) -> String;
 }
 
 /// Go's `strconv.ParseBool`.
-pub fn parse_go_bool(s: &str) -> Result<bool, String> {
+pub fn parse_go_bool(s: &str) -> Result<bool, ValueError> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err(format!("strconv.ParseBool: parsing {s:?}: invalid syntax")),
+        _ => Err(ValueError::Syntax {
+            func: "ParseBool",
+            input: s.to_string(),
+        }),
     }
 }
 
@@ -95,9 +156,15 @@ fn split_radix(s: &str) -> (bool, u32, String) {
 }
 
 /// Go's `strconv.ParseInt(s, 0, bits)`, with its error text.
-pub fn parse_go_int(s: &str, bits: u32) -> Result<i64, String> {
-    let syntax = || format!("strconv.ParseInt: parsing {s:?}: invalid syntax");
-    let range = || format!("strconv.ParseInt: parsing {s:?}: value out of range");
+pub fn parse_go_int(s: &str, bits: u32) -> Result<i64, ValueError> {
+    let syntax = || ValueError::Syntax {
+        func: "ParseInt",
+        input: s.to_string(),
+    };
+    let range = || ValueError::Range {
+        func: "ParseInt",
+        input: s.to_string(),
+    };
     if s.is_empty() || !underscores_ok(s) {
         return Err(syntax());
     }
@@ -127,23 +194,31 @@ pub fn parse_go_int(s: &str, bits: u32) -> Result<i64, String> {
 }
 
 /// Go's `strconv.ParseUint(s, 0, 64)`.
-pub fn parse_go_uint(s: &str) -> Result<u64, String> {
-    let syntax = || format!("strconv.ParseUint: parsing {s:?}: invalid syntax");
+pub fn parse_go_uint(s: &str) -> Result<u64, ValueError> {
+    let syntax = || ValueError::Syntax {
+        func: "ParseUint",
+        input: s.to_string(),
+    };
     if s.is_empty() || s.starts_with(['+', '-']) || !underscores_ok(s) {
         return Err(syntax());
     }
     let (_, radix, digits) = split_radix(s);
     u64::from_str_radix(&digits, radix).map_err(|e| {
         if matches!(e.kind(), std::num::IntErrorKind::PosOverflow) {
-            format!("strconv.ParseUint: parsing {s:?}: value out of range")
+            ValueError::Range {
+                func: "ParseUint",
+                input: s.to_string(),
+            }
         } else {
             syntax()
         }
     })
 }
 
+const QUOTE_PROBLEM: &str = "extraneous or missing \" in quoted-field";
+
 /// One line of CSV, as pflag reads list flags (`a,"b,c"` → `a`, `b,c`).
-pub fn read_csv(s: &str) -> Result<Vec<String>, String> {
+pub fn read_csv(s: &str) -> Result<Vec<String>, ValueError> {
     if s.is_empty() {
         return Ok(Vec::new());
     }
@@ -164,10 +239,10 @@ pub fn read_csv(s: &str) -> Result<Vec<String>, String> {
                     Some('"') => break,
                     Some(c) => field.push(c),
                     None => {
-                        return Err(format!(
-                            "parse error on line 1, column {}: extraneous or missing \" in quoted-field",
-                            s.len() + 1
-                        ));
+                        return Err(ValueError::Csv {
+                            column: s.len() + 1,
+                            problem: QUOTE_PROBLEM,
+                        });
                     }
                 }
                 column += 1;
@@ -179,9 +254,10 @@ pub fn read_csv(s: &str) -> Result<Vec<String>, String> {
                 }
                 Some(',') => {}
                 Some(_) => {
-                    return Err(format!(
-                        "parse error on line 1, column {column}: extraneous or missing \" in quoted-field"
-                    ));
+                    return Err(ValueError::Csv {
+                        column,
+                        problem: QUOTE_PROBLEM,
+                    });
                 }
             }
         } else {
@@ -193,10 +269,10 @@ pub fn read_csv(s: &str) -> Result<Vec<String>, String> {
                     }
                     Some(',') => break,
                     Some('"') => {
-                        return Err(format!(
-                            "parse error on line 1, column {}: bare \" in non-quoted-field",
-                            column + 1
-                        ));
+                        return Err(ValueError::Csv {
+                            column: column + 1,
+                            problem: "bare \" in non-quoted-field",
+                        });
                     }
                     Some(c) => field.push(c),
                 }
@@ -276,7 +352,7 @@ impl FlagValue for Bool {
     type Target = bool;
     const TYPE: &'static str = "bool";
     const NO_OPT: Option<&'static str> = Some("true");
-    fn set(t: &mut bool, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut bool, v: &str, _: bool) -> Result<(), ValueError> {
         *t = parse_go_bool(v)?;
         Ok(())
     }
@@ -288,7 +364,7 @@ impl FlagValue for Bool {
 impl FlagValue for Int32 {
     type Target = i32;
     const TYPE: &'static str = "int32";
-    fn set(t: &mut i32, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut i32, v: &str, _: bool) -> Result<(), ValueError> {
         *t = parse_go_int(v, 32)? as i32;
         Ok(())
     }
@@ -300,7 +376,7 @@ impl FlagValue for Int32 {
 impl FlagValue for Int {
     type Target = i64;
     const TYPE: &'static str = "int";
-    fn set(t: &mut i64, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut i64, v: &str, _: bool) -> Result<(), ValueError> {
         *t = parse_go_int(v, 64)?;
         Ok(())
     }
@@ -312,7 +388,7 @@ impl FlagValue for Int {
 impl FlagValue for Uint {
     type Target = u64;
     const TYPE: &'static str = "uint";
-    fn set(t: &mut u64, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut u64, v: &str, _: bool) -> Result<(), ValueError> {
         *t = parse_go_uint(v)?;
         Ok(())
     }
@@ -324,7 +400,7 @@ impl FlagValue for Uint {
 impl FlagValue for Str {
     type Target = String;
     const TYPE: &'static str = "string";
-    fn set(t: &mut String, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut String, v: &str, _: bool) -> Result<(), ValueError> {
         *t = v.to_string();
         Ok(())
     }
@@ -336,13 +412,13 @@ impl FlagValue for Str {
 impl FlagValue for Ip {
     type Target = String;
     const TYPE: &'static str = "ip";
-    fn set(t: &mut String, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut String, v: &str, _: bool) -> Result<(), ValueError> {
         if v.is_empty() {
             t.clear();
             return Ok(());
         }
         if parse_ip_sloppy(v).is_none() {
-            return Err(format!("{v:?} is not a valid IP address"));
+            return Err(ValueError::Ip(v.to_string()));
         }
         *t = v.to_string();
         Ok(())
@@ -355,8 +431,8 @@ impl FlagValue for Ip {
 impl FlagValue for Dur {
     type Target = Duration;
     const TYPE: &'static str = "duration";
-    fn set(t: &mut Duration, v: &str, _: bool) -> Result<(), String> {
-        *t = Duration::parse(v).map_err(|e| e.to_string())?;
+    fn set(t: &mut Duration, v: &str, _: bool) -> Result<(), ValueError> {
+        *t = Duration::parse(v)?;
         Ok(())
     }
     fn get(t: &Duration) -> String {
@@ -367,7 +443,7 @@ impl FlagValue for Dur {
 impl FlagValue for Strings {
     type Target = Vec<String>;
     const TYPE: &'static str = "strings";
-    fn set(t: &mut Vec<String>, v: &str, first: bool) -> Result<(), String> {
+    fn set(t: &mut Vec<String>, v: &str, first: bool) -> Result<(), ValueError> {
         let items = read_csv(v)?;
         if first {
             *t = items;
@@ -387,7 +463,7 @@ fn set_pairs(
     first: bool,
     sep: char,
     split: bool,
-) -> Result<(), String> {
+) -> Result<(), ValueError> {
     if first {
         t.clear();
     }
@@ -400,9 +476,13 @@ fn set_pairs(
         if split && item.is_empty() {
             continue;
         }
-        let (k, val) = item
-            .split_once(sep)
-            .ok_or_else(|| format!("malformed pair, expect string{sep}string"))?;
+        let (k, val) = item.split_once(sep).ok_or(ValueError::MalformedPair {
+            expect: if sep == '<' {
+                "string<string"
+            } else {
+                "string=string"
+            },
+        })?;
         t.insert(k.trim().to_string(), val.trim().to_string());
     }
     Ok(())
@@ -418,7 +498,7 @@ fn join_pairs(t: &BTreeMap<String, String>, sep: char) -> String {
 impl FlagValue for MapSS {
     type Target = BTreeMap<String, String>;
     const TYPE: &'static str = "mapStringString";
-    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), ValueError> {
         set_pairs(t, v, first, '=', true)
     }
     fn get(t: &Self::Target) -> String {
@@ -429,7 +509,7 @@ impl FlagValue for MapSS {
 impl FlagValue for MapSSNoSplit {
     type Target = BTreeMap<String, String>;
     const TYPE: &'static str = "mapStringString";
-    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), ValueError> {
         set_pairs(t, v, first, '=', false)
     }
     fn get(t: &Self::Target) -> String {
@@ -440,7 +520,7 @@ impl FlagValue for MapSSNoSplit {
 impl FlagValue for LangleMap {
     type Target = BTreeMap<String, String>;
     const TYPE: &'static str = "mapStringString";
-    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), ValueError> {
         set_pairs(t, v, first, '<', true)
     }
     fn get(t: &Self::Target) -> String {
@@ -451,17 +531,20 @@ impl FlagValue for LangleMap {
 impl FlagValue for MapSB {
     type Target = BTreeMap<String, bool>;
     const TYPE: &'static str = "mapStringBool";
-    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), ValueError> {
         if first {
             t.clear();
         }
         for item in v.split(',').filter(|s| !s.is_empty()) {
-            let (k, val) = item
-                .split_once('=')
-                .ok_or_else(|| "malformed pair, expect string=bool".to_string())?;
+            let (k, val) = item.split_once('=').ok_or(ValueError::MalformedPair {
+                expect: "string=bool",
+            })?;
             let (k, val) = (k.trim(), val.trim());
-            let b =
-                parse_go_bool(val).map_err(|e| format!("invalid value of {k}: {val}, err: {e}"))?;
+            let b = parse_go_bool(val).map_err(|e| ValueError::PairValue {
+                key: k.to_string(),
+                value: val.to_string(),
+                source: Box::new(e),
+            })?;
             t.insert(k.to_string(), b);
         }
         Ok(())
@@ -477,14 +560,14 @@ impl FlagValue for MapSB {
 impl FlagValue for ColonMultimap {
     type Target = BTreeMap<String, Vec<String>>;
     const TYPE: &'static str = "colonSeparatedMultimapStringString";
-    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), ValueError> {
         if first {
             t.clear();
         }
         for pair in v.split(',').filter(|s| !s.is_empty()) {
-            let (k, val) = pair
-                .split_once(':')
-                .ok_or_else(|| "malformed pair, expect string:string".to_string())?;
+            let (k, val) = pair.split_once(':').ok_or(ValueError::MalformedPair {
+                expect: "string:string",
+            })?;
             t.entry(k.trim().to_string())
                 .or_default()
                 .push(val.trim().to_string());
@@ -504,7 +587,7 @@ impl FlagValue for ConfigMap {
     const TYPE: &'static str = "mapStringString";
     /// `--node-labels`: pairs accumulate across occurrences; a key without
     /// `=` gets an empty value.
-    fn set(t: &mut Self::Target, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, _: bool) -> Result<(), ValueError> {
         for item in v.split(',').filter(|s| !s.is_empty()) {
             match item.split_once('=') {
                 Some((k, val)) => t.insert(k.trim().to_string(), val.trim().to_string()),
@@ -519,7 +602,7 @@ impl FlagValue for ConfigMap {
 }
 
 /// Parses `key[=value]:Effect` taint specs (the `--register-with-taints` form).
-pub fn parse_taints(specs: &[&str]) -> Result<Vec<Taint>, String> {
+pub fn parse_taints(specs: &[&str]) -> Result<Vec<Taint>, ValueError> {
     let mut taints: Vec<Taint> = Vec::new();
     for spec in specs {
         if spec.ends_with('-') {
@@ -530,48 +613,59 @@ pub fn parse_taints(specs: &[&str]) -> Result<Vec<Taint>, String> {
         }
         let taint = parse_taint(spec)?;
         if taint.effect.is_empty() {
-            return Err(format!("invalid taint spec: {spec}"));
+            return Err(ValueError::TaintSpec {
+                spec: spec.to_string(),
+            });
         }
         if taints
             .iter()
             .any(|t| t.key == taint.key && t.effect == taint.effect)
         {
-            return Err(format!(
-                "duplicated taints with the same key and effect: {}:{}",
-                taint.key, taint.effect
-            ));
+            return Err(ValueError::DuplicateTaint {
+                key: taint.key,
+                effect: taint.effect,
+            });
         }
         taints.push(taint);
     }
     Ok(taints)
 }
 
-fn parse_taint(spec: &str) -> Result<Taint, String> {
+fn parse_taint(spec: &str) -> Result<Taint, ValueError> {
+    let taint_spec = || ValueError::TaintSpec {
+        spec: spec.to_string(),
+    };
     let parts: Vec<&str> = spec.split(':').collect();
     let (key, value, effect) = match parts.as_slice() {
         [key] => (key.to_string(), None, String::new()),
         [kv, effect] => {
             if !matches!(*effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
-                return Err(format!(
-                    "invalid taint effect: {effect}, unsupported taint effect"
-                ));
+                return Err(ValueError::TaintEffect {
+                    effect: effect.to_string(),
+                });
             }
             let kv_parts: Vec<&str> = kv.split('=').collect();
             match kv_parts.as_slice() {
                 [k] => (k.to_string(), None, effect.to_string()),
                 [k, v] => {
-                    if let Err(e) = labels::is_valid_label_value(v) {
-                        return Err(format!("invalid taint spec: {spec}, {e}"));
+                    if let Err(source) = labels::is_valid_label_value(v) {
+                        return Err(ValueError::TaintName {
+                            spec: spec.to_string(),
+                            source,
+                        });
                     }
                     (k.to_string(), Some(v.to_string()), effect.to_string())
                 }
-                _ => return Err(format!("invalid taint spec: {spec}")),
+                _ => return Err(taint_spec()),
             }
         }
-        _ => return Err(format!("invalid taint spec: {spec}")),
+        _ => return Err(taint_spec()),
     };
-    if let Err(e) = labels::is_qualified_name(&key) {
-        return Err(format!("invalid taint spec: {spec}, {e}"));
+    if let Err(source) = labels::is_qualified_name(&key) {
+        return Err(ValueError::TaintName {
+            spec: spec.to_string(),
+            source,
+        });
     }
     Ok(Taint {
         key,
@@ -584,7 +678,7 @@ fn parse_taint(spec: &str) -> Result<Taint, String> {
 impl FlagValue for Taints {
     type Target = Vec<Taint>;
     const TYPE: &'static str = "[]v1.Taint";
-    fn set(t: &mut Self::Target, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, _: bool) -> Result<(), ValueError> {
         if v.trim().is_empty() {
             t.clear();
             return Ok(());
@@ -613,7 +707,7 @@ impl FlagValue for ReservedMemory {
     const TYPE: &'static str = "[]MemoryReservation";
     /// `--reserved-memory 0:memory=1Gi,hugepages-1Gi=2Gi;1:memory=2Gi`;
     /// occurrences accumulate.
-    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, first: bool) -> Result<(), ValueError> {
         if first {
             t.clear();
         }
@@ -621,25 +715,22 @@ impl FlagValue for ReservedMemory {
             return Ok(());
         }
         for reservation in v.split(';') {
-            let (node, limits) = reservation.split_once(':').ok_or_else(|| {
-                format!("the reserved memory has an incorrect format, expected numaNodeID:type=quantity[,type=quantity...], got {reservation}")
-            })?;
+            let (node, limits) = reservation
+                .split_once(':')
+                .ok_or_else(|| ValueError::ReservationFormat(reservation.to_string()))?;
             let numa_node: i32 = node
                 .parse()
-                .map_err(|_| format!("the NUMA node ID must be an integer, got {node}"))?;
+                .map_err(|_| ValueError::NumaNode(node.to_string()))?;
             let mut parsed = BTreeMap::new();
             for limit in limits.split(',') {
-                let (name, q) = limit.split_once('=').ok_or_else(|| {
-                    format!("the reserved limit has an incorrect value, expected type=quantity, got {limit}")
-                })?;
+                let (name, q) = limit
+                    .split_once('=')
+                    .ok_or_else(|| ValueError::ReservedLimit(limit.to_string()))?;
                 if name != "memory" && !name.starts_with("hugepages-") {
-                    return Err(format!(
-                        "memory type conversion error, unknown type: {name:?}"
-                    ));
+                    return Err(ValueError::MemoryType(name.to_string()));
                 }
-                let q: Quantity = quantity::parse(q).map_err(|_| {
-                    format!("failed to parse the quantity, expected a quantity, got {q}")
-                })?;
+                let q: Quantity =
+                    quantity::parse(q).map_err(|_| ValueError::ReservedQuantity(q.to_string()))?;
                 parsed.insert(name.to_string(), q);
             }
             t.push(MemoryReservation {
@@ -664,8 +755,8 @@ impl FlagValue for ReservedMemory {
 impl FlagValue for QuantityValue {
     type Target = Quantity;
     const TYPE: &'static str = "quantity";
-    fn set(t: &mut Quantity, v: &str, _: bool) -> Result<(), String> {
-        *t = quantity::parse(v).map_err(|e| e.to_string())?;
+    fn set(t: &mut Quantity, v: &str, _: bool) -> Result<(), ValueError> {
+        *t = quantity::parse(v)?;
         Ok(())
     }
     fn get(t: &Quantity) -> String {
@@ -677,15 +768,21 @@ impl FlagValue for Level {
     type Target = u32;
     const TYPE: &'static str = "Level";
     /// A decimal level that fits in 31 bits.
-    fn set(t: &mut u32, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut u32, v: &str, _: bool) -> Result<(), ValueError> {
         if v.is_empty() || !v.bytes().all(|c| c.is_ascii_digit()) {
-            return Err(format!("strconv.ParseUint: parsing {v:?}: invalid syntax"));
+            return Err(ValueError::Syntax {
+                func: "ParseUint",
+                input: v.to_string(),
+            });
         }
         *t = v
             .parse::<u32>()
             .ok()
             .filter(|l| *l <= i32::MAX as u32)
-            .ok_or_else(|| format!("strconv.ParseUint: parsing {v:?}: value out of range"))?;
+            .ok_or_else(|| ValueError::Range {
+                func: "ParseUint",
+                input: v.to_string(),
+            })?;
         Ok(())
     }
     fn get(t: &u32) -> String {
@@ -697,7 +794,7 @@ impl FlagValue for VModule {
     type Target = Vec<VModuleItem>;
     const TYPE: &'static str = "pattern=N,...";
     /// Patterns append to what is there, even over the file's list.
-    fn set(t: &mut Self::Target, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut Self::Target, v: &str, _: bool) -> Result<(), ValueError> {
         t.extend(parse_vmodule(v)?);
         Ok(())
     }
@@ -722,7 +819,7 @@ impl FlagValue for Version {
     type Target = VersionRequest;
     const TYPE: &'static str = "version";
     const NO_OPT: Option<&'static str> = Some("true");
-    fn set(t: &mut VersionRequest, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut VersionRequest, v: &str, _: bool) -> Result<(), ValueError> {
         *t = if v == "raw" {
             VersionRequest::Raw
         } else if parse_go_bool(v)? {
@@ -746,13 +843,13 @@ impl FlagValue for Severity {
     type Target = String;
     const TYPE: &'static str = "severity";
     /// klog's threshold: a name (`INFO`, `WARNING`, `ERROR`, `FATAL`) or 0–3.
-    fn set(t: &mut String, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut String, v: &str, _: bool) -> Result<(), ValueError> {
         let level = match v.to_ascii_uppercase().as_str() {
             "INFO" | "0" => "0",
             "WARNING" | "1" => "1",
             "ERROR" | "2" => "2",
             "FATAL" | "3" => "3",
-            _ => return Err(format!("unknown severity level {v:?}")),
+            _ => return Err(ValueError::Severity(v.to_string())),
         };
         *t = level.to_string();
         Ok(())
@@ -766,7 +863,7 @@ impl FlagValue for TraceLocation {
     type Target = String;
     const TYPE: &'static str = "traceLocation";
     /// klog's `file.go:line` backtrace point; empty clears it.
-    fn set(t: &mut String, v: &str, _: bool) -> Result<(), String> {
+    fn set(t: &mut String, v: &str, _: bool) -> Result<(), ValueError> {
         if v.is_empty() || v == ":0" {
             *t = ":0".to_string();
             return Ok(());
@@ -775,7 +872,7 @@ impl FlagValue for TraceLocation {
             .rsplit_once(':')
             .is_some_and(|(file, line)| !file.is_empty() && line.parse::<u32>().is_ok());
         if !ok {
-            return Err("syntax error: expect file:line".to_string());
+            return Err(ValueError::TraceLocation);
         }
         *t = v.to_string();
         Ok(())
@@ -818,7 +915,7 @@ mod tests {
             ("-2147483649", "value out of range"),
         ];
         for (s, want) in bad {
-            let err = parse_go_int(s, 32).unwrap_err();
+            let err = parse_go_int(s, 32).unwrap_err().to_string();
             assert!(err.ends_with(want), "{s}: {err}");
             assert!(err.starts_with("strconv.ParseInt: parsing"), "{err}");
         }
@@ -862,7 +959,7 @@ mod tests {
             "imagefs.available<15%,memory.available<100Mi,nodefs.available<10%"
         );
         assert_eq!(
-            MapSS::set(&mut m, "novalue", true).unwrap_err(),
+            MapSS::set(&mut m, "novalue", true).unwrap_err().to_string(),
             "malformed pair, expect string=string"
         );
         let mut nosplit = BTreeMap::new();
@@ -878,6 +975,7 @@ mod tests {
         assert!(
             MapSB::set(&mut gates, "A=yes", false)
                 .unwrap_err()
+                .to_string()
                 .contains("invalid value of A")
         );
         let mut headers = BTreeMap::new();
@@ -906,7 +1004,7 @@ mod tests {
             ("a=b=c:NoSchedule", "invalid taint spec"),
         ];
         for (spec, want) in bad {
-            let err = Taints::set(&mut t, spec, true).unwrap_err();
+            let err = Taints::set(&mut t, spec, true).unwrap_err().to_string();
             assert!(err.contains(want), "{spec}: {err}");
         }
     }

@@ -40,8 +40,12 @@ pub enum SourceError {
     BadUrl { url: String, reason: String },
     #[error("invalid static pod URL header {name:?}: {reason}")]
     BadHeader { name: String, reason: String },
-    #[error("{url}: {message}")]
-    Http { url: String, message: String },
+    #[error("{url}: {source}")]
+    Http {
+        url: String,
+        #[source]
+        source: super::http::FetchError,
+    },
     #[error(
         "{url}: received '{body}', but couldn't parse as single ({single}) or multiple pods ({multiple})"
     )]

@@ -31,6 +31,8 @@ use super::decode::{decode_pod_list, decode_single_pod};
 use super::error::{MAX_CONFIG_LENGTH, SourceError};
 use super::pod_config::{PodSource, SourceSender};
 use crate::kubelet::types::HTTP_SOURCE;
+use crate::util::clock::RealClock;
+use crate::util::lifecycle::{Period, run_periodic};
 
 /// Limit on one fetch, redirects and body included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -44,6 +46,46 @@ const SYSTEM_CA_FILES: &[&str] = &[
     "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
     "/etc/ssl/cert.pem",
 ];
+
+/// Why a URL could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("failed to parse Location header {location:?}: {source}")]
+    Location {
+        location: String,
+        source: url::ParseError,
+    },
+    #[error("stopped after {MAX_REDIRECTS} redirects")]
+    TooManyRedirects,
+    #[error("missing port")]
+    MissingPort,
+    #[error("missing host")]
+    MissingHost,
+    #[error("dial tcp: {0}")]
+    Dial(#[source] std::io::Error),
+    #[error(transparent)]
+    Request(#[from] http::Error),
+    #[error(transparent)]
+    ServerName(#[from] rustls_pki_types::InvalidDnsNameError),
+    #[error("tls: {0}")]
+    Tls(#[source] std::io::Error),
+    #[error(transparent)]
+    Roots(#[from] tokio::task::JoinError),
+    #[error("x509: no trusted root certificates found")]
+    NoRoots,
+    #[error(transparent)]
+    Config(#[from] rustls::Error),
+    #[error(transparent)]
+    Exchange(#[from] hyper::Error),
+    #[error("the read limit is reached")]
+    ReadLimit,
+    #[error("Client.Timeout exceeded while awaiting headers")]
+    Timeout,
+    #[error("{} {}", .0.as_u16(), .0.canonical_reason().unwrap_or(""))]
+    Status(StatusCode),
+    #[error("zero-length data received from {0}")]
+    Empty(String),
+}
 
 /// Static pods from a URL.
 pub struct HttpSource {
@@ -123,22 +165,24 @@ impl PodSource for HttpSource {
     async fn run(self: Box<Self>, updates: SourceSender, stop: CancellationToken) {
         crate::vlog!(1, url = %self.raw_url, "Watching URL");
         let period = self.period;
-        let mut fetcher = Fetcher {
+        let fetcher = Arc::new(tokio::sync::Mutex::new(Fetcher {
             source: *self,
             last_data: None,
             failure_logs: 0,
             tls: None,
-        };
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = fetcher.run_once(&updates) => {}
+        }));
+        let token = stop.clone();
+        run_periodic(token, Period::sliding(period), Arc::new(RealClock), || {
+            let (fetcher, updates, stop) = (fetcher.clone(), updates.clone(), stop.clone());
+            async move {
+                let mut fetcher = fetcher.lock().await;
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = fetcher.run_once(&updates) => {}
+                }
             }
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(period) => {}
-            }
-        }
+        })
+        .await;
     }
 }
 
@@ -164,28 +208,25 @@ impl Fetcher {
         }
     }
 
-    fn http_error(&self, message: impl Into<String>) -> SourceError {
+    fn http_error(&self, source: FetchError) -> SourceError {
         SourceError::Http {
             url: self.source.raw_url.clone(),
-            message: message.into(),
+            source,
         }
     }
 
     async fn extract_from_url(&mut self, updates: &SourceSender) -> Result<(), SourceError> {
         let (status, data) = match tokio::time::timeout(FETCH_TIMEOUT, self.fetch()).await {
-            Ok(r) => r.map_err(|m| self.http_error(m))?,
-            Err(_) => return Err(self.http_error("Client.Timeout exceeded while awaiting headers")),
+            Ok(r) => r.map_err(|e| self.http_error(e))?,
+            Err(_) => return Err(self.http_error(FetchError::Timeout)),
         };
         if status != StatusCode::OK {
-            let reason = status.canonical_reason().unwrap_or("");
-            return Err(self.http_error(format!("{} {reason}", status.as_u16())));
+            return Err(self.http_error(FetchError::Status(status)));
         }
         if data.is_empty() {
             updates.set(Vec::new());
-            return Err(self.http_error(format!(
-                "zero-length data received from {}",
-                self.source.raw_url
-            )));
+            let url = self.source.raw_url.clone();
+            return Err(self.http_error(FetchError::Empty(url)));
         }
         if self.last_data.as_ref() == Some(&data) {
             return Ok(());
@@ -222,7 +263,7 @@ impl Fetcher {
 
     /// GET with redirects; the body is read (up to the limit) before the
     /// status is looked at, as Go does.
-    async fn fetch(&mut self) -> Result<(StatusCode, Bytes), String> {
+    async fn fetch(&mut self) -> Result<(StatusCode, Bytes), FetchError> {
         let mut url = self.source.url.clone();
         let mut headers = self.source.headers.clone();
         for _ in 0..=MAX_REDIRECTS {
@@ -231,8 +272,9 @@ impl Fetcher {
             let location = response_headers.get(LOCATION).and_then(|v| v.to_str().ok());
             match (redirect, location) {
                 (true, Some(location)) => {
-                    let next = url.join(location).map_err(|e| {
-                        format!("failed to parse Location header {location:?}: {e}")
+                    let next = url.join(location).map_err(|source| FetchError::Location {
+                        location: location.to_string(),
+                        source,
                     })?;
                     if next.host_str() != url.host_str() {
                         for sensitive in ["authorization", "www-authenticate", "cookie", "cookie2"]
@@ -245,22 +287,22 @@ impl Fetcher {
                 _ => return Ok((status, body)),
             }
         }
-        Err(format!("stopped after {MAX_REDIRECTS} redirects"))
+        Err(FetchError::TooManyRedirects)
     }
 
     async fn fetch_once(
         &mut self,
         url: &Url,
         headers: &HeaderMap,
-    ) -> Result<(StatusCode, HeaderMap, Bytes), String> {
-        let port = url.port_or_known_default().ok_or("missing port")?;
+    ) -> Result<(StatusCode, HeaderMap, Bytes), FetchError> {
+        let port = url.port_or_known_default().ok_or(FetchError::MissingPort)?;
         let tcp = match url.host() {
             Some(Host::Domain(d)) => TcpStream::connect((d, port)).await,
             Some(Host::Ipv4(a)) => TcpStream::connect(SocketAddr::from((a, port))).await,
             Some(Host::Ipv6(a)) => TcpStream::connect(SocketAddr::from((a, port))).await,
-            None => return Err("missing host".into()),
+            None => return Err(FetchError::MissingHost),
         }
-        .map_err(|e| format!("dial tcp: {e}"))?;
+        .map_err(FetchError::Dial)?;
         let mut builder = Request::get(&url[url::Position::BeforePath..url::Position::AfterQuery]);
         let host = match url.port() {
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or("")),
@@ -278,49 +320,42 @@ impl Fetcher {
                 format!("kubelet/{}", crate::version::git_version()),
             );
         }
-        let request = builder
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| e.to_string())?;
+        let request = builder.body(Empty::<Bytes>::new())?;
         if url.scheme() == "https" {
             let connector = self.tls_connector().await?;
             let name = match url.host() {
-                Some(Host::Domain(d)) => {
-                    ServerName::try_from(d.to_string()).map_err(|e| e.to_string())?
-                }
+                Some(Host::Domain(d)) => ServerName::try_from(d.to_string())?,
                 Some(Host::Ipv4(a)) => ServerName::IpAddress(std::net::IpAddr::V4(a).into()),
                 Some(Host::Ipv6(a)) => ServerName::IpAddress(std::net::IpAddr::V6(a).into()),
-                None => return Err("missing host".into()),
+                None => return Err(FetchError::MissingHost),
             };
             let tls = connector
                 .connect(name, tcp)
                 .await
-                .map_err(|e| format!("tls: {e}"))?;
+                .map_err(FetchError::Tls)?;
             exchange(TokioIo::new(tls), request).await
         } else {
             exchange(TokioIo::new(tcp), request).await
         }
     }
 
-    async fn tls_connector(&mut self) -> Result<tokio_rustls::TlsConnector, String> {
+    async fn tls_connector(&mut self) -> Result<tokio_rustls::TlsConnector, FetchError> {
         if let Some(c) = &self.tls {
             return Ok(c.clone());
         }
         let given = self.source.roots.clone();
         let certs = match given {
             Some(c) => c,
-            None => tokio::task::spawn_blocking(system_roots)
-                .await
-                .map_err(|e| e.to_string())?,
+            None => tokio::task::spawn_blocking(system_roots).await?,
         };
         let mut store = rustls::RootCertStore::empty();
         let (added, _ignored) = store.add_parsable_certificates(certs);
         if added == 0 {
-            return Err("x509: no trusted root certificates found".into());
+            return Err(FetchError::NoRoots);
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .with_safe_default_protocol_versions()?
             .with_root_certificates(store)
             .with_no_client_auth();
         let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
@@ -333,25 +368,20 @@ impl Fetcher {
 async fn exchange<I>(
     io: I,
     request: Request<Empty<Bytes>>,
-) -> Result<(StatusCode, HeaderMap, Bytes), String>
+) -> Result<(StatusCode, HeaderMap, Bytes), FetchError>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
     let request_done = async move {
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| e.to_string())?;
+        let response = sender.send_request(request).await?;
         let (parts, mut body) = response.into_parts();
         let mut data = BytesMut::new();
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| e.to_string())?;
+            let frame = frame?;
             if let Some(chunk) = frame.data_ref() {
                 if data.len() + chunk.len() > MAX_CONFIG_LENGTH {
-                    return Err("the read limit is reached".to_string());
+                    return Err(FetchError::ReadLimit);
                 }
                 data.extend_from_slice(chunk);
             }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod};
 
+use crate::kubelet::container::helpers::visit_containers;
 use crate::kubelet::envvars::{ConfigMapGetter, GetError, ObjectKind};
 use crate::kubelet::pod::PodObjectRegistrar;
 use crate::kubelet::util::manager::{
@@ -112,18 +113,7 @@ pub fn config_map_names(pod: &Pod) -> BTreeSet<String> {
     let Some(spec) = pod.spec.as_ref() else {
         return out;
     };
-    for c in spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-    {
-        container_names(c, &mut out);
-    }
-    for ec in spec.ephemeral_containers.iter().flatten() {
-        let c = crate::kubelet::container::helpers::ephemeral_as_container(ec);
-        container_names(&c, &mut out);
-    }
+    visit_containers(pod, |c| container_names(c, &mut out));
     for v in spec.volumes.iter().flatten() {
         if let Some(p) = &v.projected {
             for s in p.sources.iter().flatten() {
@@ -152,16 +142,6 @@ impl ConfigMapGetter for KindManager<ConfigMap> {
         self.get(namespace, name)
             .await
             .map_err(|e| to_get_error(ObjectKind::ConfigMap, e))
-    }
-}
-
-impl PodObjectRegistrar for KindManager<ConfigMap> {
-    fn register_pod(&self, pod: &Pod) {
-        KindManager::register_pod(self, pod);
-    }
-
-    fn unregister_pod(&self, pod: &Pod) {
-        KindManager::unregister_pod(self, pod);
     }
 }
 

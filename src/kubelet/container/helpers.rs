@@ -10,6 +10,8 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::options::{EnvVar, PortMapping};
+use super::runtime::{ContainerId, ContainerState, PodStatus, RunningContainer, RunningPod};
+use crate::cri::api::PodSandboxState;
 use crate::kubelet::expansion;
 
 /// Errors from expanding a `subPathExpr`.
@@ -165,6 +167,25 @@ pub fn ephemeral_as_container(ec: &EphemeralContainer) -> Container {
     }
 }
 
+/// Calls `f` on every container of the pod: init, regular, then ephemeral
+/// ones (as containers), as Go's VisitContainers with AllContainers.
+pub fn visit_containers(pod: &Pod, mut f: impl FnMut(&Container)) {
+    let Some(spec) = pod.spec.as_ref() else {
+        return;
+    };
+    for c in spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+    {
+        f(c);
+    }
+    for ec in spec.ephemeral_containers.iter().flatten() {
+        f(&ephemeral_as_container(ec));
+    }
+}
+
 /// Whether the pod runs in the host's network namespace.
 pub fn is_host_network_pod(pod: &Pod) -> bool {
     pod.spec
@@ -192,6 +213,49 @@ pub fn has_privileged_container(pod: &Pod) -> bool {
             .iter()
             .flatten()
             .any(|c| privileged(c.security_context.as_ref()))
+}
+
+/// A sandbox's state as a container state (ready = running, not ready =
+/// exited).
+pub fn sandbox_to_container_state(state: i32) -> ContainerState {
+    match PodSandboxState::try_from(state) {
+        Ok(PodSandboxState::SandboxReady) => ContainerState::Running,
+        Ok(PodSandboxState::SandboxNotready) => ContainerState::Exited,
+        _ => ContainerState::Unknown,
+    }
+}
+
+/// The runtime's view of what runs of a pod, from its status: the running
+/// containers and every sandbox (ConvertPodStatusToRunningPod).
+pub fn convert_pod_status_to_running_pod(runtime_name: &str, status: &PodStatus) -> RunningPod {
+    RunningPod {
+        id: status.id.clone(),
+        name: status.name.clone(),
+        namespace: status.namespace.clone(),
+        containers: status
+            .running_container_statuses()
+            .map(|c| RunningContainer {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                image: c.image.clone(),
+                image_id: c.image_id.clone(),
+                hash: c.hash,
+                state: c.state,
+            })
+            .collect(),
+        sandboxes: status
+            .sandbox_statuses
+            .iter()
+            .map(|s| RunningContainer {
+                id: ContainerId::new(runtime_name, s.id.clone()),
+                name: String::new(),
+                image: String::new(),
+                image_id: String::new(),
+                hash: 0,
+                state: sandbox_to_container_state(s.state),
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

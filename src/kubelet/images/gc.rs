@@ -18,7 +18,7 @@ use crate::cri::{CriError, ImageService};
 use crate::kubelet::container::{Image, Runtime, RuntimeError};
 use crate::kubelet::kuberuntime::events::{EventRecorder, EventType, reasons};
 use crate::util::clock::Clock;
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// How often images are re-detected (and their use recorded).
 pub const IMAGE_DETECT_PERIOD: Duration = Duration::from_secs(300);
@@ -206,40 +206,40 @@ impl ImageGcManager {
     /// refresh (every 30 s).
     pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
         let me = self.clone();
-        let token = tasks.token();
-        tasks.spawn("image-gc-detect", async move {
-            let mut tick = tokio::time::interval(IMAGE_DETECT_PERIOD);
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tick.tick() => {}
+        tasks.spawn_periodic(
+            "image-gc-detect",
+            Period::sliding(IMAGE_DETECT_PERIOD),
+            self.clock.clone(),
+            move || {
+                let me = me.clone();
+                async move {
+                    let initialized = *lock(&me.initialized);
+                    let ts = if initialized {
+                        me.clock.now()
+                    } else {
+                        SystemTime::UNIX_EPOCH
+                    };
+                    match me.detect_images(ts).await {
+                        Ok(_) => *lock(&me.initialized) = true,
+                        Err(e) => tracing::info!(error = %e, "failed to monitor images"),
+                    }
                 }
-                let initialized = *lock(&me.initialized);
-                let ts = if initialized {
-                    me.clock.now()
-                } else {
-                    SystemTime::UNIX_EPOCH
-                };
-                match me.detect_images(ts).await {
-                    Ok(_) => *lock(&me.initialized) = true,
-                    Err(e) => tracing::info!(error = %e, "failed to monitor images"),
-                }
-            }
-        });
+            },
+        );
         let me = self.clone();
-        let token = tasks.token();
-        tasks.spawn("image-list-refresh", async move {
-            let mut tick = tokio::time::interval(IMAGE_LIST_REFRESH_PERIOD);
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tick.tick() => {}
+        tasks.spawn_periodic(
+            "image-list-refresh",
+            Period::sliding(IMAGE_LIST_REFRESH_PERIOD),
+            self.clock.clone(),
+            move || {
+                let me = me.clone();
+                async move {
+                    if let Err(e) = me.refresh_image_list().await {
+                        tracing::info!(error = %e, "failed to update image list");
+                    }
                 }
-                if let Err(e) = me.refresh_image_list().await {
-                    tracing::info!(error = %e, "failed to update image list");
-                }
-            }
-        });
+            },
+        );
     }
 
     /// Refreshes the cached image list now.

@@ -152,7 +152,7 @@ impl KubeGenericRuntimeManager {
                     &id.id,
                     EventType::Warning,
                     reasons::FAILED_PRE_STOP_HOOK,
-                    &msg,
+                    &msg.to_string(),
                 );
             }
             Err(_) => {

@@ -27,6 +27,17 @@ pub struct SandboxCreateError {
     pub message: String,
 }
 
+/// Why a sandbox config could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxSetupError {
+    #[error(transparent)]
+    Dns(#[from] super::helper::HelperError),
+    #[error(transparent)]
+    Config(#[from] super::sandbox::SandboxConfigError),
+    #[error("runtimeclass.node.k8s.io {0:?} not found")]
+    RuntimeClass(String),
+}
+
 impl KubeGenericRuntimeManager {
     /// `<pod logs root>/<ns>_<name>_<uid>`.
     pub(super) fn pod_logs_directory(&self, pod: &Pod) -> PathBuf {
@@ -42,12 +53,8 @@ impl KubeGenericRuntimeManager {
         &self,
         pod: &Pod,
         attempt: u32,
-    ) -> Result<PodSandboxConfig, String> {
-        let dns = self
-            .helper
-            .get_pod_dns(pod)
-            .await
-            .map_err(|e| e.to_string())?;
+    ) -> Result<PodSandboxConfig, SandboxSetupError> {
+        let dns = self.helper.get_pod_dns(pod).await?;
         let cgroup_parent = self.helper.get_pod_cgroup_parent(pod);
         let groups = self.helper.get_extra_supplemental_groups_for_pod(pod);
         let mut config = generate_pod_sandbox_config(
@@ -60,13 +67,12 @@ impl KubeGenericRuntimeManager {
                 extra_supplemental_groups: &groups,
                 settings: &self.config.settings,
             },
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         config.log_directory = self.pod_logs_directory(pod).display().to_string();
         Ok(config)
     }
 
-    fn runtime_handler(&self, pod: &Pod) -> Result<String, String> {
+    fn runtime_handler(&self, pod: &Pod) -> Result<String, SandboxSetupError> {
         let Some(handlers) = &self.config.runtime_class_handlers else {
             return Ok(String::new());
         };
@@ -79,7 +85,7 @@ impl KubeGenericRuntimeManager {
             Some(name) => handlers
                 .get(name)
                 .cloned()
-                .ok_or_else(|| format!("runtimeclass.node.k8s.io {name:?} not found")),
+                .ok_or_else(|| SandboxSetupError::RuntimeClass(name.to_string())),
         }
     }
 

@@ -71,8 +71,16 @@ pub fn container_linux_resources(
     )
 }
 
+/// A huge page size that is not a whole number of its largest unit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("size: {size}{unit} must be guaranteed to divisible into the largest units")]
+pub struct HugePageSizeError {
+    pub size: i64,
+    pub unit: &'static str,
+}
+
 /// The unit-size name of a huge page size in bytes (`2097152` → `2MB`).
-pub fn hugepage_unit_size_from_byte_size(size: i64) -> Result<String, String> {
+pub fn hugepage_unit_size_from_byte_size(size: i64) -> Result<String, HugePageSizeError> {
     let mut size = size;
     let mut idx = 0;
     while size != 0 && size % 1024 == 0 && idx < HUGE_PAGE_UNITS.len() - 1 {
@@ -80,10 +88,10 @@ pub fn hugepage_unit_size_from_byte_size(size: i64) -> Result<String, String> {
         idx += 1;
     }
     if size > 1024 && idx < HUGE_PAGE_UNITS.len() - 1 {
-        return Err(format!(
-            "size: {size}{} must be guaranteed to divisible into the largest units",
-            HUGE_PAGE_UNITS[idx]
-        ));
+        return Err(HugePageSizeError {
+            size,
+            unit: HUGE_PAGE_UNITS[idx],
+        });
     }
     Ok(format!("{size}{}", HUGE_PAGE_UNITS[idx]))
 }

@@ -26,6 +26,35 @@ pub const POST_START_HOOK_ERROR: &str = "PostStartHookError";
 pub const RUN_CONTAINER_ERROR: &str = "RunContainerError";
 pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
 
+/// Why a container's config could not be made (the message of
+/// CreateContainerConfigError).
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerSetupError {
+    #[error(transparent)]
+    Options(#[from] super::helper::HelperError),
+    #[error("{}", .0.status_message())]
+    ImageUser(#[source] CriError),
+    #[error(transparent)]
+    Config(#[from] super::container::ContainerConfigError),
+    #[error("create container log directory for container {container} failed: {source}")]
+    LogDir {
+        container: String,
+        source: std::io::Error,
+    },
+    #[error("error creating container directory {}: {source}", .path.display())]
+    ContainerDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("writing hosts file {}: {source}", .path.display())]
+    HostsFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Aborted(#[from] tokio::task::JoinError),
+}
+
 /// What to start: a regular or init container, or an ephemeral one with
 /// the container whose namespaces it targets.
 #[derive(Debug, Clone)]
@@ -153,17 +182,16 @@ impl KubeGenericRuntimeManager {
         pod_ips: &[String],
         image_ref: &str,
         ns_target: Option<&str>,
-    ) -> Result<ContainerConfig, String> {
+    ) -> Result<ContainerConfig, ContainerSetupError> {
         let opts = self
             .helper
             .generate_run_container_options(pod, container, pod_ip, pod_ips)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let image_user = self
             .images
             .image_user(container.image.as_deref().unwrap_or(""))
             .await
-            .map_err(|e| e.status_message())?;
+            .map_err(ContainerSetupError::ImageUser)?;
         let groups = self.helper.get_extra_supplemental_groups_for_pod(pod);
         let GeneratedContainerConfig {
             mut config,
@@ -181,25 +209,33 @@ impl KubeGenericRuntimeManager {
                 extra_supplemental_groups: &groups,
                 settings: &self.config.settings,
             },
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let log_dir = self.container_logs_directory(pod, &container.name);
         let container_dir = opts.pod_container_dir.clone();
         let hosts = opts.etc_hosts.clone();
         let name = container.name.clone();
-        let prepared = tokio::task::spawn_blocking(move || -> Result<bool, String> {
-            create_dir_all_mode(&log_dir, 0o755).map_err(|e| {
-                format!("create container log directory for container {name} failed: {e}")
+        let prepared = tokio::task::spawn_blocking(move || -> Result<bool, ContainerSetupError> {
+            create_dir_all_mode(&log_dir, 0o755).map_err(|source| {
+                ContainerSetupError::LogDir {
+                    container: name,
+                    source,
+                }
             })?;
             if let Some(dir) = &container_dir
-                && let Err(e) = create_dir_all_mode(dir, 0o750)
+                && let Err(source) = create_dir_all_mode(dir, 0o750)
             {
-                return Err(format!("error creating container directory {}: {e}", dir.display()));
+                return Err(ContainerSetupError::ContainerDir {
+                    path: dir.clone(),
+                    source,
+                });
             }
             if let Some(h) = &hosts
-                && let Err(e) = write_if_absent(&h.path, &h.content)
+                && let Err(source) = write_if_absent(&h.path, &h.content)
             {
-                return Err(format!("writing hosts file {}: {e}", h.path.display()));
+                return Err(ContainerSetupError::HostsFile {
+                    path: h.path.clone(),
+                    source,
+                });
             }
             Ok(match &termination_log {
                 Some(p) => match create_termination_log(p) {
@@ -212,8 +248,7 @@ impl KubeGenericRuntimeManager {
                 None => true,
             })
         })
-        .await
-        .map_err(|e| e.to_string())??;
+        .await??;
         if !prepared {
             // Mount the termination log only when its file exists.
             config.mounts.pop();
@@ -305,7 +340,8 @@ impl KubeGenericRuntimeManager {
             .await
         {
             Ok(c) => c,
-            Err(msg) => {
+            Err(e) => {
+                let msg = e.to_string();
                 warn(
                     reasons::FAILED_TO_CREATE_CONTAINER,
                     &format!("Error: {msg}"),
@@ -382,7 +418,8 @@ impl KubeGenericRuntimeManager {
             .and_then(|l| l.post_start.as_ref())
         {
             let id = self.container_id(&container_id);
-            if let Err(msg) = self.run_handler(&id, pod, container, post_start).await {
+            if let Err(e) = self.run_handler(&id, pod, container, post_start).await {
+                let msg = e.to_string();
                 tracing::error!(pod = %format_pod(pod), container = %container.name, container_id = %id, "failed to execute PostStartHook");
                 self.record_container_event(
                     pod,

@@ -20,6 +20,7 @@ use crate::cri::api::{
     Container as CriContainer, ContainerFilter, ContainerState as CriState, ContainerStateValue,
     ContainerStatus as CriContainerStatus, PodSandbox, PodSandboxState,
 };
+use crate::kubelet::container::helpers::sandbox_to_container_state;
 use crate::kubelet::container::{
     ContainerState, ContainerStatus, PodStatus, RunningContainer, RunningPod, RuntimeError,
 };
@@ -30,15 +31,6 @@ pub fn to_container_state(state: i32) -> ContainerState {
         Ok(CriState::ContainerCreated) => ContainerState::Created,
         Ok(CriState::ContainerRunning) => ContainerState::Running,
         Ok(CriState::ContainerExited) => ContainerState::Exited,
-        _ => ContainerState::Unknown,
-    }
-}
-
-/// A sandbox's state as a container state (ready = running).
-pub fn sandbox_to_container_state(state: i32) -> ContainerState {
-    match PodSandboxState::try_from(state) {
-        Ok(PodSandboxState::SandboxReady) => ContainerState::Running,
-        Ok(PodSandboxState::SandboxNotready) => ContainerState::Exited,
         _ => ContainerState::Unknown,
     }
 }

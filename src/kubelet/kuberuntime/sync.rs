@@ -11,10 +11,10 @@ use super::events::{EventType, container_ref, pod_ref, reasons};
 use super::manager::KubeGenericRuntimeManager;
 use super::pod_sandbox::determine_pod_sandbox_ips;
 use super::start::{CRASH_LOOP_BACK_OFF, StartSpec};
-use crate::kubelet::container::helpers::is_host_network_pod;
+use crate::kubelet::container::helpers::{convert_pod_status_to_running_pod, is_host_network_pod};
 use crate::kubelet::container::{
-    ContainerState, PodStatus, PodSyncResult, RunningContainer, RunningPod, SyncAction, SyncError,
-    SyncResult, format_pod, hash_container,
+    ContainerState, PodStatus, PodSyncResult, SyncAction, SyncError, SyncResult, format_pod,
+    hash_container,
 };
 use crate::util::backoff::go_duration_string;
 
@@ -34,40 +34,6 @@ pub fn get_stable_key(pod: &Pod, container: &Container) -> String {
         container.name,
         hash_container(container)
     )
-}
-
-/// The running pod a status describes: running containers and every sandbox.
-pub fn convert_pod_status_to_running_pod(runtime_name: &str, status: &PodStatus) -> RunningPod {
-    RunningPod {
-        id: status.id.clone(),
-        name: status.name.clone(),
-        namespace: status.namespace.clone(),
-        containers: status
-            .container_statuses
-            .iter()
-            .filter(|c| c.state == ContainerState::Running)
-            .map(|c| RunningContainer {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                image: c.image.clone(),
-                image_id: c.image_id.clone(),
-                hash: c.hash,
-                state: c.state,
-            })
-            .collect(),
-        sandboxes: status
-            .sandbox_statuses
-            .iter()
-            .map(|s| RunningContainer {
-                id: crate::kubelet::container::ContainerId::new(runtime_name, s.id.clone()),
-                name: String::new(),
-                image: String::new(),
-                image_id: String::new(),
-                hash: 0,
-                state: super::status::sandbox_to_container_state(s.state),
-            })
-            .collect(),
-    }
 }
 
 fn init_container_names(pod: &Pod) -> BTreeSet<String> {

@@ -22,7 +22,7 @@ use crate::kubelet::container::{
 };
 use crate::util::backoff::go_duration_string;
 use crate::util::clock::Clock;
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// The relist period.
 pub const RELIST_PERIOD: Duration = Duration::from_secs(1);
@@ -202,16 +202,15 @@ impl GenericPleg {
     /// Spawns the relist loop.
     pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
         let me = self.clone();
-        let token = tasks.token();
-        tasks.spawn("pleg-relist", async move {
-            loop {
-                me.relist().await;
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tokio::time::sleep(me.relist_period) => {}
-                }
-            }
-        });
+        tasks.spawn_periodic(
+            "pleg-relist",
+            Period::sliding(self.relist_period),
+            self.clock.clone(),
+            move || {
+                let me = me.clone();
+                async move { me.relist().await }
+            },
+        );
     }
 
     /// Healthy while a relist succeeded within the threshold.

@@ -223,7 +223,7 @@ pub(crate) struct Shared {
     config: PodWorkersConfig,
     /// Observations older than this are from before the workers existed.
     created: Instant,
-    _clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Shared {
@@ -334,13 +334,18 @@ impl PodWorkers {
             recorder,
             config,
             created: clock.monotonic(),
-            _clock: clock,
+            clock,
         });
         let start = PodWorkersStart {
             shared: shared.clone(),
             new_workers: new_workers_rx,
         };
         (PodWorkers { shared }, start)
+    }
+
+    /// The clock the workers read time from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
     }
 
     /// Delivers a change or a kill to the pod's worker (UpdatePod).
@@ -369,7 +374,7 @@ impl PodWorkers {
             }
         };
         let uid = uid_of(&pod);
-        let now = Instant::now();
+        let now = self.shared.clock.monotonic();
         let mut guard = self.shared.lock();
         let state = &mut *guard;
 

@@ -241,7 +241,7 @@ fn kill(p: Arc<Pod>, grace: Option<i64>, done: Option<oneshot::Sender<()>>) -> U
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn updates_coalesce_to_the_latest_while_busy() {
     let rig = Rig::new(true);
     rig.workers
@@ -268,7 +268,7 @@ async fn updates_coalesce_to_the_latest_while_busy() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn kill_terminates_then_cleans_up_and_signals_completion() {
     let rig = Rig::new(false);
     let p = pod("b", "1");
@@ -310,7 +310,7 @@ async fn kill_terminates_then_cleans_up_and_signals_completion() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn grace_period_only_shortens_and_cancels_the_sync_in_progress() {
     let rig = Rig::new(true);
     let p = pod("c", "1");
@@ -333,7 +333,7 @@ async fn grace_period_only_shortens_and_cancels_the_sync_in_progress() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_terminal_sync_moves_the_pod_to_termination() {
     let rig = Rig::new(false);
     rig.script.sync_results.lock().unwrap().push_back(Ok(true));
@@ -352,7 +352,7 @@ async fn a_terminal_sync_moves_the_pod_to_termination() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn errors_are_retried_after_a_back_off_and_successes_after_resync() {
     let rig = Rig::new(false);
     rig.script
@@ -372,7 +372,7 @@ async fn errors_are_retried_after_a_back_off_and_successes_after_resync() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn orphans_are_killed_from_their_runtime_view_and_forgotten() {
     let rig = Rig::new(false);
     let running = RunningPod {
@@ -424,7 +424,7 @@ async fn orphans_are_killed_from_their_runtime_view_and_forgotten() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_create_while_terminating_is_restarted_after_housekeeping() {
     let rig = Rig::new(true);
     let p = pod("f", "1");
@@ -461,7 +461,7 @@ fn static_pod(uid: &str) -> Arc<Pod> {
     Arc::new(p)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn static_pods_of_one_name_wait_and_a_waiting_one_can_be_killed_unstarted() {
     let rig = Rig::new(true);
     let first = static_pod("s1");
@@ -493,7 +493,7 @@ async fn static_pods_of_one_name_wait_and_a_waiting_one_can_be_killed_unstarted(
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_terminal_pod_with_nothing_running_is_finished_at_once() {
     let rig = Rig::new(false);
     let mut p = (*pod("g", "1")).clone();
@@ -511,7 +511,7 @@ async fn a_terminal_pod_with_nothing_running_is_finished_at_once() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn queries_before_and_after_the_first_housekeeping() {
     let rig = Rig::new(false);
     assert!(rig.workers.could_have_running_containers("unknown"));
@@ -526,7 +526,7 @@ async fn queries_before_and_after_the_first_housekeeping() {
     rig.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn kill_pod_now_waits_for_the_containers_to_stop() {
     let rig = Rig::new(false);
     let p = pod("h", "1");

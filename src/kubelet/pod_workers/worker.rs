@@ -106,7 +106,7 @@ impl Shared {
         crate::vlog!(4, pod = %format_pod(pod), "Pod indicated lifecycle completed naturally and should now terminate");
         if let Some(status) = state.statuses.get_mut(&uid) {
             if status.terminating_at.is_none() {
-                status.terminating_at = Some(Instant::now());
+                status.terminating_at = Some(self.clock.monotonic());
             }
             status.started_terminating = true;
         }
@@ -125,7 +125,7 @@ impl Shared {
         let mut state = self.lock();
         crate::vlog!(4, pod = %format_pod(pod), "Pod terminated all containers successfully");
         if let Some(status) = state.statuses.get_mut(&uid) {
-            status.terminated_at = Some(Instant::now());
+            status.terminated_at = Some(self.clock.monotonic());
             for done in status.notify_post_terminating.drain(..) {
                 let _ = done.send(());
             }
@@ -147,7 +147,7 @@ impl Shared {
         let state = &mut *guard;
         crate::vlog!(4, pod = %format_pod(pod), "Pod terminated all orphaned containers successfully and worker can now stop");
         if let Some(status) = state.statuses.get_mut(&uid) {
-            status.terminated_at = Some(Instant::now());
+            status.terminated_at = Some(self.clock.monotonic());
             status.finished = true;
             status.working = false;
             for done in status.notify_post_terminating.drain(..) {
@@ -185,7 +185,7 @@ impl Shared {
         if let Some(status) = state.statuses.get_mut(&uid) {
             status.finished = true;
             status.working = false;
-            status.terminated_at = Some(Instant::now());
+            status.terminated_at = Some(self.clock.monotonic());
             for done in status.notify_post_terminating.drain(..) {
                 let _ = done.send(());
             }
@@ -310,7 +310,7 @@ async fn run_one(
             .await
             .map(Outcome::Sync),
     };
-    *last_sync = Some(Instant::now());
+    *last_sync = Some(shared.clock.monotonic());
     result
 }
 

@@ -31,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 use super::error::ProberError;
-use super::net::{dial, join_host_port};
+use super::net::{DialError, dial, join_host_port};
 use super::probe::{Outcome, go_quote};
 use crate::vlog;
 
@@ -39,6 +39,55 @@ use crate::vlog;
 pub const MAX_RESP_BODY_LENGTH: usize = 10 * 1024;
 /// Requests made for one probe before redirects stop being followed.
 const MAX_REQUESTS: usize = 10;
+
+/// Why an HTTP probe's request got no response; the texts are Go's
+/// net/http client's, as the probe's output shows them.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HttpProbeError {
+    #[error("Get {}: {source}", go_quote(.url))]
+    Get {
+        url: String,
+        source: Box<HttpProbeError>,
+    },
+    #[error("Get {}: failed to parse Location header {}: {source}", go_quote(.url), go_quote(.location))]
+    Location {
+        url: String,
+        location: String,
+        source: url::ParseError,
+    },
+    #[error("Get {}: stopped after {MAX_REQUESTS} redirects", go_quote(.location))]
+    Redirects { location: String },
+    #[error(transparent)]
+    Url(#[from] url::ParseError),
+    #[error("tls: {0}")]
+    TlsConfig(rustls::Error),
+    #[error("unsupported protocol scheme {}", go_quote(.0))]
+    Scheme(String),
+    #[error("{0} {AWAITING_HEADERS}")]
+    DialTimeout(DialError),
+    #[error("{0}")]
+    Dial(DialError),
+    #[error("tls: invalid server name: {0}")]
+    ServerName(rustls::pki_types::InvalidDnsNameError),
+    #[error("tls: {0}")]
+    Handshake(std::io::Error),
+    #[error("context deadline exceeded {AWAITING_HEADERS}")]
+    Deadline,
+    #[error("invalid Host header: {0}")]
+    HostHeader(http::header::InvalidHeaderValue),
+    #[error("net/http: invalid request: {0}")]
+    Request(http::Error),
+    #[error("{}", hyper_error_text(.0))]
+    Transport(hyper::Error),
+    #[error("net/http: invalid header field name {}", go_quote(.0))]
+    HeaderName(String),
+    #[error("net/http: invalid header field value for {}", go_quote(.0))]
+    HeaderValue(String),
+    #[error(
+        "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
+    )]
+    BodyDeadline,
+}
 
 /// The URL a probe requests, kept as written so messages show it as the Go
 /// kubelet does (`http://10.0.0.5:80/healthz`, default port included).
@@ -94,9 +143,9 @@ impl ProbeUrl {
     }
 
     /// Resolves a `Location` header against this URL.
-    fn resolve(&self, location: &str) -> Result<ProbeUrl, String> {
-        let base = url::Url::parse(&self.to_string()).map_err(|e| e.to_string())?;
-        let next = base.join(location).map_err(|e| e.to_string())?;
+    fn resolve(&self, location: &str) -> Result<ProbeUrl, url::ParseError> {
+        let base = url::Url::parse(&self.to_string())?;
+        let next = base.join(location)?;
         let host = next.host_str().unwrap_or_default();
         let host = host
             .strip_prefix('[')
@@ -207,11 +256,10 @@ impl ServerCertVerifier for AcceptAnyCert {
     }
 }
 
-fn tls_config() -> Result<Arc<ClientConfig>, String> {
+fn tls_config() -> Result<Arc<ClientConfig>, rustls::Error> {
     let provider = crate::kubelet::server::tls::crypto_provider();
     let mut config = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("tls: {e}"))?
+        .with_safe_default_protocol_versions()?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
         .with_no_client_auth();
@@ -234,7 +282,7 @@ const AWAITING_HEADERS: &str = "(Client.Timeout exceeded while awaiting headers)
 #[derive(Clone)]
 pub struct HttpProber {
     follow_non_local_redirects: bool,
-    tls: Result<Arc<ClientConfig>, String>,
+    tls: Result<Arc<ClientConfig>, rustls::Error>,
 }
 
 impl std::fmt::Debug for HttpProber {
@@ -268,22 +316,23 @@ impl HttpProber {
         let (headers, host) = match build_headers(headers) {
             Ok(h) => h,
             Err(e) => {
-                return Ok((
-                    Outcome::Failure,
-                    format!("Get {}: {e}", go_quote(&url.to_string())),
-                ));
+                let e = HttpProbeError::Get {
+                    url: url.to_string(),
+                    source: Box::new(e),
+                };
+                return Ok((Outcome::Failure, e.to_string()));
             }
         };
         let (resp, guard, final_url) = match self.follow(url, &headers, host, deadline).await {
             Ok(r) => r,
-            Err(msg) => return Ok((Outcome::Failure, msg)),
+            Err(e) => return Ok((Outcome::Failure, e.to_string())),
         };
         let status = resp.status().as_u16();
         let body = read_body(resp, deadline)
             .await
-            .map_err(|message| ProberError::HttpBody {
+            .map_err(|e| ProberError::HttpBody {
                 url: final_url.to_string(),
-                message,
+                message: e.to_string(),
             })?;
         drop(guard);
         let body = String::from_utf8_lossy(&body).into_owned();
@@ -314,14 +363,17 @@ impl HttpProber {
         headers: &HeaderMap,
         mut host: Option<String>,
         deadline: Option<Instant>,
-    ) -> Result<(Response<Incoming>, ConnGuard, ProbeUrl), String> {
+    ) -> Result<(Response<Incoming>, ConnGuard, ProbeUrl), HttpProbeError> {
         let mut url = first.clone();
         let mut requests = 0usize;
         loop {
             let (resp, guard) = self
                 .round_trip(&url, headers, host.as_deref(), deadline)
                 .await
-                .map_err(|e| format!("Get {}: {e}", go_quote(&url.to_string())))?;
+                .map_err(|e| HttpProbeError::Get {
+                    url: url.to_string(),
+                    source: Box::new(e),
+                })?;
             requests += 1;
             let status = resp.status().as_u16();
             if !matches!(status, 301 | 302 | 303 | 307 | 308) {
@@ -336,21 +388,18 @@ impl HttpProber {
                 // A redirect without a target is the answer itself.
                 return Ok((resp, guard, url));
             };
-            let next = url.resolve(&loc).map_err(|e| {
-                format!(
-                    "Get {}: failed to parse Location header {}: {e}",
-                    go_quote(&url.to_string()),
-                    go_quote(&loc)
-                )
-            })?;
+            let next = url
+                .resolve(&loc)
+                .map_err(|source| HttpProbeError::Location {
+                    url: url.to_string(),
+                    location: loc.clone(),
+                    source,
+                })?;
             if !self.follow_non_local_redirects && next.hostname() != first.hostname() {
                 return Ok((resp, guard, url));
             }
             if requests >= MAX_REQUESTS {
-                return Err(format!(
-                    "Get {}: stopped after {MAX_REQUESTS} redirects",
-                    go_quote(&loc)
-                ));
+                return Err(HttpProbeError::Redirects { location: loc });
             }
             // A custom Host survives only a relative redirect.
             if url::Url::parse(&loc).is_ok() {
@@ -368,17 +417,17 @@ impl HttpProber {
         headers: &HeaderMap,
         host: Option<&str>,
         deadline: Option<Instant>,
-    ) -> Result<(Response<Incoming>, ConnGuard), String> {
+    ) -> Result<(Response<Incoming>, ConnGuard), HttpProbeError> {
         let tls = match url.scheme.as_str() {
             "http" => None,
-            "https" => Some(self.tls.clone()?),
-            other => return Err(format!("unsupported protocol scheme {}", go_quote(other))),
+            "https" => Some(self.tls.clone().map_err(HttpProbeError::TlsConfig)?),
+            other => return Err(HttpProbeError::Scheme(other.to_string())),
         };
         let stream = dial(&url.host, url.port, deadline).await.map_err(|e| {
             if e.is_timeout() {
-                format!("{e} {AWAITING_HEADERS}")
+                HttpProbeError::DialTimeout(e)
             } else {
-                e.to_string()
+                HttpProbeError::Dial(e)
             }
         })?;
         let exchange = async {
@@ -389,12 +438,12 @@ impl HttpProber {
                         ServerName::IpAddress(std::net::Ipv4Addr::UNSPECIFIED.into())
                     } else {
                         ServerName::try_from(url.host.clone())
-                            .map_err(|e| format!("tls: invalid server name: {e}"))?
+                            .map_err(HttpProbeError::ServerName)?
                     };
                     let conn = tokio_rustls::TlsConnector::from(config)
                         .connect(name, stream)
                         .await
-                        .map_err(|e| format!("tls: {e}"))?;
+                        .map_err(HttpProbeError::Handshake)?;
                     let h2 = conn.get_ref().1.alpn_protocol() == Some(b"h2");
                     send(conn, h2, url, headers, host).await
                 }
@@ -403,25 +452,21 @@ impl HttpProber {
         match deadline {
             Some(d) => tokio::time::timeout_at(d, exchange)
                 .await
-                .unwrap_or_else(|_| Err(format!("context deadline exceeded {AWAITING_HEADERS}"))),
+                .unwrap_or(Err(HttpProbeError::Deadline)),
             None => exchange.await,
         }
     }
 }
 
 /// The request headers from the probe's list, and the Host override.
-fn build_headers(list: &[(String, String)]) -> Result<(HeaderMap, Option<String>), String> {
+fn build_headers(list: &[(String, String)]) -> Result<(HeaderMap, Option<String>), HttpProbeError> {
     let mut headers = HeaderMap::new();
     let mut host = None;
     for (name, value) in list {
         let n = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("net/http: invalid header field name {}", go_quote(name)))?;
-        let v = HeaderValue::from_str(value).map_err(|_| {
-            format!(
-                "net/http: invalid header field value for {}",
-                go_quote(name)
-            )
-        })?;
+            .map_err(|_| HttpProbeError::HeaderName(name.clone()))?;
+        let v =
+            HeaderValue::from_str(value).map_err(|_| HttpProbeError::HeaderValue(name.clone()))?;
         if n == HOST {
             host.get_or_insert_with(|| value.clone());
             continue;
@@ -430,9 +475,8 @@ fn build_headers(list: &[(String, String)]) -> Result<(HeaderMap, Option<String>
     }
     match headers.get(USER_AGENT).map(|v| v.is_empty()) {
         None => {
-            let ua = HeaderValue::from_str(&super::user_agent()).map_err(|_| {
-                "net/http: invalid header field value for \"User-Agent\"".to_string()
-            })?;
+            let ua = HeaderValue::from_str(&super::user_agent())
+                .map_err(|_| HttpProbeError::HeaderValue("User-Agent".to_string()))?;
             headers.insert(USER_AGENT, ua);
         }
         // An empty User-Agent means none is sent.
@@ -459,7 +503,7 @@ async fn send<IO>(
     url: &ProbeUrl,
     headers: &HeaderMap,
     host: Option<&str>,
-) -> Result<(Response<Incoming>, ConnGuard), String>
+) -> Result<(Response<Incoming>, ConnGuard), HttpProbeError>
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -472,43 +516,49 @@ where
     if let Some(h) = builder.headers_mut() {
         *h = headers.clone();
         if !h2 {
-            let host_value = HeaderValue::from_str(authority)
-                .map_err(|e| format!("invalid Host header: {e}"))?;
+            let host_value =
+                HeaderValue::from_str(authority).map_err(HttpProbeError::HostHeader)?;
             h.insert(HOST, host_value);
             h.insert(CONNECTION, HeaderValue::from_static("close"));
         }
     }
     let req = builder
         .body(Empty::<Bytes>::new())
-        .map_err(|e| format!("net/http: invalid request: {e}"))?;
+        .map_err(HttpProbeError::Request)?;
     let io = TokioIo::new(io);
     if h2 {
         let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
             .await
-            .map_err(hyper_error_text)?;
+            .map_err(HttpProbeError::Transport)?;
         let guard = ConnGuard(tokio::spawn(async move {
             let _ = conn.await;
         }));
-        let resp = sender.send_request(req).await.map_err(hyper_error_text)?;
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(HttpProbeError::Transport)?;
         Ok((resp, guard))
     } else {
         let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
             .await
-            .map_err(hyper_error_text)?;
+            .map_err(HttpProbeError::Transport)?;
         let guard = ConnGuard(tokio::spawn(async move {
             let _ = conn.await;
         }));
-        let resp = sender.send_request(req).await.map_err(hyper_error_text)?;
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(HttpProbeError::Transport)?;
         Ok((resp, guard))
     }
 }
 
-fn hyper_error_text(e: hyper::Error) -> String {
+fn hyper_error_text(e: &hyper::Error) -> String {
     if e.is_incomplete_message() || e.is_closed() {
         return "EOF".to_string();
     }
     let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
+    let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         text = format!("{text}: {s}");
         source = s.source();
@@ -517,7 +567,10 @@ fn hyper_error_text(e: hyper::Error) -> String {
 }
 
 /// Reads at most [`MAX_RESP_BODY_LENGTH`] bytes of the body; more is cut.
-async fn read_body(resp: Response<Incoming>, deadline: Option<Instant>) -> Result<Vec<u8>, String> {
+async fn read_body(
+    resp: Response<Incoming>,
+    deadline: Option<Instant>,
+) -> Result<Vec<u8>, HttpProbeError> {
     let mut body = resp.into_body();
     let mut buf = Vec::new();
     let read = async {
@@ -529,15 +582,15 @@ async fn read_body(resp: Response<Incoming>, deadline: Option<Instant>) -> Resul
                         buf.extend_from_slice(&data);
                     }
                 }
-                Some(Err(e)) => return Err(hyper_error_text(e)),
+                Some(Err(e)) => return Err(HttpProbeError::Transport(e)),
             }
         }
         Ok(())
     };
     let done = match deadline {
-        Some(d) => tokio::time::timeout_at(d, read).await.unwrap_or_else(|_| {
-            Err("context deadline exceeded (Client.Timeout or context cancellation while reading body)".to_string())
-        }),
+        Some(d) => tokio::time::timeout_at(d, read)
+            .await
+            .unwrap_or(Err(HttpProbeError::BodyDeadline)),
         None => read.await,
     };
     done?;

@@ -109,11 +109,15 @@ fn header_defaults_table() {
     );
 
     assert_eq!(
-        build_headers(&h(&[("bad name", "v")])).expect_err("invalid"),
+        build_headers(&h(&[("bad name", "v")]))
+            .expect_err("invalid")
+            .to_string(),
         "net/http: invalid header field name \"bad name\""
     );
     assert_eq!(
-        build_headers(&h(&[("X-Bad", "a\nb")])).expect_err("invalid"),
+        build_headers(&h(&[("X-Bad", "a\nb")]))
+            .expect_err("invalid")
+            .to_string(),
         "net/http: invalid header field value for \"X-Bad\""
     );
 }

@@ -329,7 +329,7 @@ pub fn extract_port(param: &IntOrString, container: &Container) -> Result<u16, P
         IntOrString::Int(n) => i64::from(*n),
         IntOrString::String(name) => match find_port_by_name(container, name) {
             Some(p) => i64::from(p),
-            None => parse_go_int(name).map_err(port_err)?,
+            None => parse_go_int(name).map_err(|e| port_err(e.to_string()))?,
         },
     };
     u16::try_from(port)
@@ -347,17 +347,23 @@ fn find_port_by_name(container: &Container, name: &str) -> Option<i32> {
         .map(|p| p.container_port)
 }
 
-/// Parses a decimal integer as Go's `strconv.Atoi` does, with its messages.
-fn parse_go_int(s: &str) -> Result<i64, String> {
+/// Why a port string is not a decimal integer (Go's `strconv.Atoi` texts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AtoiError {
+    #[error("strconv.Atoi: parsing {}: invalid syntax", go_quote(.0))]
+    Syntax(String),
+    #[error("strconv.Atoi: parsing {}: value out of range", go_quote(.0))]
+    Range(String),
+}
+
+/// Parses a decimal integer as Go's `strconv.Atoi` does.
+fn parse_go_int(s: &str) -> Result<i64, AtoiError> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "strconv.Atoi: parsing {}: invalid syntax",
-            go_quote(s)
-        ));
+        return Err(AtoiError::Syntax(s.to_string()));
     }
     s.parse::<i64>()
-        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go_quote(s)))
+        .map_err(|_| AtoiError::Range(s.to_string()))
 }
 
 /// A string quoted as Go's `%q` does for printable text.

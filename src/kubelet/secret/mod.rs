@@ -2,7 +2,7 @@
 //! secrets), read through the strategy the config chooses
 //! (`configMapAndSecretChangeDetectionStrategy`, see
 //! [`crate::kubelet::util::manager`]). Registered with the pod manager as a
-//! [`PodObjectRegistrar`]; serves [`SecretGetter`].
+//! [`crate::kubelet::pod::PodObjectRegistrar`]; serves [`SecretGetter`].
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret, Volume};
 
 use crate::kubelet::configmap::to_get_error;
+use crate::kubelet::container::helpers::visit_containers;
 use crate::kubelet::envvars::{GetError, ObjectKind, SecretGetter};
-use crate::kubelet::pod::PodObjectRegistrar;
 use crate::kubelet::util::manager::{ChangeDetectionStrategy, GetObjectTtl, KindManager};
 use crate::util::clock::Clock;
 
@@ -97,18 +97,7 @@ pub fn secret_names(pod: &Pod) -> BTreeSet<String> {
     for r in spec.image_pull_secrets.iter().flatten() {
         out.insert(r.name.clone());
     }
-    for c in spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-    {
-        container_names(c, &mut out);
-    }
-    for ec in spec.ephemeral_containers.iter().flatten() {
-        let c = crate::kubelet::container::helpers::ephemeral_as_container(ec);
-        container_names(&c, &mut out);
-    }
+    visit_containers(pod, |c| container_names(c, &mut out));
     for v in spec.volumes.iter().flatten() {
         volume_names(v, &mut out);
     }
@@ -122,16 +111,6 @@ impl SecretGetter for KindManager<Secret> {
         self.get(namespace, name)
             .await
             .map_err(|e| to_get_error(ObjectKind::Secret, e))
-    }
-}
-
-impl PodObjectRegistrar for KindManager<Secret> {
-    fn register_pod(&self, pod: &Pod) {
-        KindManager::register_pod(self, pod);
-    }
-
-    fn unregister_pod(&self, pod: &Pod) {
-        KindManager::unregister_pod(self, pod);
     }
 }
 

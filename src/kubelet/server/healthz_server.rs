@@ -11,7 +11,8 @@ use tokio::sync::watch;
 
 use super::{HttpServer, Router, ServerError};
 use crate::healthz::Healthz;
-use crate::util::lifecycle::TaskSet;
+use crate::util::clock::RealClock;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// Pause between attempts to bind.
 pub const RETRY_PERIOD: Duration = Duration::from_secs(5);
@@ -68,29 +69,24 @@ impl HealthzServer {
     /// [`RETRY_PERIOD`], then serve) on `tasks`.
     pub fn start(self, tasks: &TaskSet) -> HealthzListening {
         let (tx, rx) = watch::channel(None);
-        let token = tasks.token();
+        let tx = Arc::new(tx);
         let child = tasks.clone();
-        tasks.spawn("healthz-server", async move {
-            loop {
-                let server = HttpServer::new(
-                    "healthz",
-                    self.params.bind_address.clone(),
-                    self.params.port,
-                    self.router.clone(),
-                );
+        let period = Period::sliding(RETRY_PERIOD);
+        tasks.spawn_periodic("healthz-server", period, Arc::new(RealClock), move || {
+            let server = HttpServer::new(
+                "healthz",
+                self.params.bind_address.clone(),
+                self.params.port,
+                self.router.clone(),
+            );
+            let (tx, child) = (tx.clone(), child.clone());
+            async move {
                 match server.bind().await {
                     Ok(bound) => {
                         let _ = tx.send(Some(bound.local_addr()));
                         bound.serve(child).await;
-                        return;
                     }
-                    Err(err) => {
-                        tracing::error!(error = %err, "Failed to start healthz server");
-                        tokio::select! {
-                            _ = token.cancelled() => return,
-                            _ = tokio::time::sleep(RETRY_PERIOD) => {}
-                        }
-                    }
+                    Err(err) => tracing::error!(error = %err, "Failed to start healthz server"),
                 }
             }
         });

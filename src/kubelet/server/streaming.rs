@@ -89,9 +89,27 @@ fn flag(query: Option<&str>, name: &str) -> bool {
     query_values(query, name).first().map(String::as_str) == Some("1")
 }
 
+/// A streaming request's query the kubelet refuses (400 Bad Request).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error("you must specify at least 1 of stdin, stdout, stderr")]
+    NoStreams,
+    #[error("query parameter \"port\" is required")]
+    NoPort,
+    #[error("query parameter \"port\" cannot be empty")]
+    EmptyPort,
+    #[error("unable to parse {value:?} as a port: {source}")]
+    BadPort {
+        value: String,
+        source: std::num::ParseIntError,
+    },
+    #[error("port {0:?} must be > 0")]
+    ZeroPort(String),
+}
+
 /// The streams a remote command asks for (`input`, `output`, `error`,
 /// `tty`, each on with `1`); a TTY has no separate stderr.
-pub fn stream_options(query: Option<&str>) -> Result<StreamOptions, String> {
+pub fn stream_options(query: Option<&str>) -> Result<StreamOptions, QueryError> {
     let tty = flag(query, "tty");
     let opts = StreamOptions {
         stdin: flag(query, "input"),
@@ -100,32 +118,33 @@ pub fn stream_options(query: Option<&str>) -> Result<StreamOptions, String> {
         tty,
     };
     if !(opts.stdin || opts.stdout || opts.stderr) {
-        return Err("you must specify at least 1 of stdin, stdout, stderr".into());
+        return Err(QueryError::NoStreams);
     }
     Ok(opts)
 }
 
 /// The ports a WebSocket port-forward asks for (`port`, repeated or comma
 /// separated); SPDY clients name them later, on their streams.
-pub fn port_forward_ports(query: Option<&str>, websocket: bool) -> Result<Vec<i32>, String> {
+pub fn port_forward_ports(query: Option<&str>, websocket: bool) -> Result<Vec<i32>, QueryError> {
     if !websocket {
         return Ok(Vec::new());
     }
     let values = query_values(query, "port");
     if values.is_empty() {
-        return Err("query parameter \"port\" is required".into());
+        return Err(QueryError::NoPort);
     }
     let mut ports = Vec::new();
     for v in values {
         if v.is_empty() {
-            return Err("query parameter \"port\" cannot be empty".into());
+            return Err(QueryError::EmptyPort);
         }
         for p in v.split(',') {
-            let port: u16 = p
-                .parse()
-                .map_err(|e| format!("unable to parse {v:?} as a port: {e}"))?;
+            let port: u16 = p.parse().map_err(|source| QueryError::BadPort {
+                value: v.clone(),
+                source,
+            })?;
             if port < 1 {
-                return Err(format!("port {v:?} must be > 0"));
+                return Err(QueryError::ZeroPort(v.clone()));
             }
             ports.push(i32::from(port));
         }
@@ -186,7 +205,7 @@ async fn serve(
     };
     let query = req.uri().query().map(str::to_string);
     let query = query.as_deref();
-    let bad_request = |e: String| text(StatusCode::BAD_REQUEST, e);
+    let bad_request = |e: QueryError| text(StatusCode::BAD_REQUEST, e.to_string());
     let url = match verb {
         Verb::Exec | Verb::Attach => {
             let opts = match stream_options(query) {

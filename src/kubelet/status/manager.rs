@@ -75,13 +75,20 @@ fn terminated(s: &ContainerStatus) -> Option<&ContainerStateTerminated> {
     s.state.as_ref().and_then(|st| st.terminated.as_ref())
 }
 
+/// A terminated container's status that went back to running or waiting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("terminated container {container} attempted illegal transition to non-terminated state")]
+pub struct IllegalTransition {
+    pub container: String,
+}
+
 /// A terminated container may only leave that state when the restart
 /// policy lets it run again.
 pub fn check_container_state_transition(
     old: &[ContainerStatus],
     new: &[ContainerStatus],
     restart_policy: &str,
-) -> Result<(), String> {
+) -> Result<(), IllegalTransition> {
     if restart_policy == "Always" {
         return Ok(());
     }
@@ -94,10 +101,9 @@ pub fn check_container_state_transition(
             .iter()
             .any(|n| n.name == o.name && terminated(n).is_none())
         {
-            return Err(format!(
-                "terminated container {} attempted illegal transition to non-terminated state",
-                o.name
-            ));
+            return Err(IllegalTransition {
+                container: o.name.clone(),
+            });
         }
     }
     Ok(())

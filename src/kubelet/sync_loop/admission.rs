@@ -107,18 +107,18 @@ impl SysctlAllowlist {
         list
     }
 
-    fn validate(&self, name: &str, host_net: bool, host_ipc: bool) -> Result<(), String> {
+    fn validate(&self, name: &str, host_net: bool, host_ipc: bool) -> Result<(), AdmissionError> {
         let allowed = self.names.iter().any(|n| n == name)
             || self.prefixes.iter().any(|p| name.starts_with(p.as_str()));
         if !allowed {
-            return Err(format!("{name:?} not allowlisted"));
+            return Err(AdmissionError::SysctlNotAllowlisted(name.to_string()));
         }
         let ns = SysctlNamespace::of(name);
         if (ns == SysctlNamespace::Ipc && host_ipc) || (ns == SysctlNamespace::Net && host_net) {
-            return Err(format!(
-                "{name:?} not allowed with host {} enabled",
-                ns.as_str()
-            ));
+            return Err(AdmissionError::SysctlHostNamespace {
+                name: name.to_string(),
+                namespace: ns.as_str(),
+            });
         }
         Ok(())
     }
@@ -145,6 +145,27 @@ impl SysctlAllowlist {
         }
         PodAdmitResult::admit()
     }
+}
+
+/// Why a sysctl is refused or a critical pod could not preempt others.
+#[derive(Debug, thiserror::Error)]
+pub enum AdmissionError {
+    #[error("{0:?} not allowlisted")]
+    SysctlNotAllowlisted(String),
+    #[error("{name:?} not allowed with host {namespace} enabled")]
+    SysctlHostNamespace {
+        name: String,
+        namespace: &'static str,
+    },
+    #[error(
+        "preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [{}]",
+        .0.iter().map(|(name, q)| format!("(res: {name}, q: {q}), ")).collect::<String>()
+    )]
+    NoVictims(Vec<(String, i64)>),
+    #[error("preemption: no way to evict pods")]
+    NoEvictor,
+    #[error("preemption: pod {pod} failed to evict {reason}")]
+    Evict { pod: String, reason: String },
 }
 
 /// Kills a pod to make room for a critical one (evicting it); resolves once
@@ -252,7 +273,7 @@ impl Admission {
         pod: &Pod,
         active: &[Arc<Pod>],
         lacking: &[FitFailure],
-    ) -> Result<(), String> {
+    ) -> Result<(), AdmissionError> {
         let mut needed: Vec<(String, i64)> = lacking
             .iter()
             .filter_map(FitFailure::insufficient_amount)
@@ -284,27 +305,21 @@ impl Admission {
             }
             chosen.push(candidate);
         }
-        let unmet: Vec<&(String, i64)> = needed.iter().filter(|(_, q)| *q > 0).collect();
+        let unmet: Vec<(String, i64)> = needed.into_iter().filter(|(_, q)| *q > 0).collect();
         if !unmet.is_empty() {
-            let list: String = unmet
-                .iter()
-                .map(|(name, q)| format!("(res: {name}, q: {q}), "))
-                .collect();
-            return Err(format!(
-                "preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [{list}]"
-            ));
+            return Err(AdmissionError::NoVictims(unmet));
         }
         let Some(preempt) = &self.preempt else {
-            return Err("preemption: no way to evict pods".into());
+            return Err(AdmissionError::NoEvictor);
         };
         for victim in chosen {
             tracing::info!(pod = %format_pod(&victim), preemptor = %format_pod(pod), "Preempting pod to free up resources");
-            preempt(victim.clone()).await.map_err(|e| {
-                format!(
-                    "preemption: pod {} failed to evict {e}",
-                    format_pod(&victim)
-                )
-            })?;
+            preempt(victim.clone())
+                .await
+                .map_err(|reason| AdmissionError::Evict {
+                    pod: format_pod(&victim),
+                    reason,
+                })?;
         }
         Ok(())
     }

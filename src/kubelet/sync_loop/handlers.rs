@@ -85,6 +85,11 @@ fn creation_key(pod: &Pod) -> Option<jiff::Timestamp> {
     pod.metadata.creation_timestamp.as_ref().map(|t| t.0)
 }
 
+/// A deletion seen before every source reported its pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("skipping delete because sources aren't ready yet")]
+pub struct SourcesNotReady;
+
 impl SyncLoop {
     /// Hands the pod to its worker (dispatchWork).
     pub(super) fn dispatch_work(
@@ -124,7 +129,7 @@ impl SyncLoop {
     /// New pods: recorded as desired, admitted against the active pods, and
     /// dispatched (HandlePodAdditions).
     pub(super) async fn handle_pod_additions(&self, mut pods: Vec<Arc<Pod>>) {
-        let start = Instant::now();
+        let start = self.clock.monotonic();
         pods.sort_by_key(|p| creation_key(p));
         for pod in pods {
             let existing = self.pod_manager.get_pods();
@@ -151,7 +156,7 @@ impl SyncLoop {
 
     /// Changed pods (HandlePodUpdates; DELETE too).
     pub(super) fn handle_pod_updates(&self, pods: &[Arc<Pod>]) {
-        let start = Instant::now();
+        let start = self.clock.monotonic();
         for pod in pods {
             self.pod_manager.update_pod(pod.clone());
             if is_mirror_pod(pod) {
@@ -165,7 +170,7 @@ impl SyncLoop {
 
     /// Pods gone from their source: forgotten and killed (HandlePodRemoves).
     pub(super) fn handle_pod_removes(&self, pods: &[Arc<Pod>]) {
-        let start = Instant::now();
+        let start = self.clock.monotonic();
         for pod in pods {
             self.pod_manager.delete_pod(pod);
             if is_mirror_pod(pod) {
@@ -178,9 +183,9 @@ impl SyncLoop {
         }
     }
 
-    fn delete_pod(&self, pod: &Arc<Pod>) -> Result<(), String> {
+    fn delete_pod(&self, pod: &Arc<Pod>) -> Result<(), SourcesNotReady> {
         if !self.sources_ready.all_ready() {
-            return Err("skipping delete because sources aren't ready yet".into());
+            return Err(SourcesNotReady);
         }
         crate::vlog!(3, pod = %format_pod(pod), "Pod has been deleted and must be killed");
         self.pod_workers
@@ -190,7 +195,7 @@ impl SyncLoop {
 
     /// Pods whose status alone changed in their source (HandlePodReconcile).
     pub(super) fn handle_pod_reconcile(&self, pods: &[Arc<Pod>]) {
-        let start = Instant::now();
+        let start = self.clock.monotonic();
         for pod in pods {
             self.pod_manager.update_pod(pod.clone());
             if need_to_reconcile_pod_readiness(pod) {
@@ -213,7 +218,7 @@ impl SyncLoop {
 
     /// Syncs the pods (HandlePodSyncs).
     pub(super) fn handle_pod_syncs(&self, pods: &[Arc<Pod>]) {
-        let start = Instant::now();
+        let start = self.clock.monotonic();
         for pod in pods {
             let mirror = self.pod_manager.get_mirror_pod_by_pod(pod);
             self.dispatch_work(pod.clone(), SyncPodType::Sync, mirror, start);

@@ -131,7 +131,7 @@ impl Loop {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn added_pods_run_and_a_pod_over_max_pods_is_rejected() {
     let l = start(1, true).await;
     let a = static_pod("a", &["app"]);
@@ -161,7 +161,7 @@ async fn added_pods_run_and_a_pod_over_max_pods_is_rejected() {
     l.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn removed_pods_are_killed_with_their_grace_period_and_cleaned_up() {
     let l = start(10, true).await;
     let a = static_pod("a", &["app"]);
@@ -192,7 +192,7 @@ async fn removed_pods_are_killed_with_their_grace_period_and_cleaned_up() {
     l.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn housekeeping_kills_orphaned_runtime_pods_and_their_cgroups() {
     let l = start(10, true).await;
     l.stack.runtime.add_running("orphan", "gone");
@@ -215,7 +215,7 @@ async fn housekeeping_kills_orphaned_runtime_pods_and_their_cgroups() {
     l.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_dead_container_prunes_its_older_instances() {
     let l = start(10, true).await;
     let a = static_pod("a", &["app"]);
@@ -244,7 +244,7 @@ async fn a_dead_container_prunes_its_older_instances() {
     l.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn probe_results_update_readiness_and_trigger_syncs() {
     let l = start(10, true).await;
     let a = static_pod("a", &["app"]);
@@ -292,7 +292,7 @@ async fn probe_results_update_readiness_and_trigger_syncs() {
     l.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn nothing_syncs_while_the_runtime_is_not_ready() {
     let l = start(10, false).await;
     l.set(&[static_pod("a", &["app"])]);

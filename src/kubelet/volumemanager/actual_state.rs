@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::error::VolumeManagerError;
 use crate::volume::plugin::PluginManager;
 use crate::volume::spec::{Attributes, Spec};
 
@@ -100,13 +101,10 @@ impl ActualStateOfWorld {
         self.lock().remove(volume_name);
     }
 
-    fn mark(&self, mut volume: MountedVolume, state: MountState) -> Result<(), String> {
+    fn mark(&self, mut volume: MountedVolume, state: MountState) -> Result<(), VolumeManagerError> {
         let mut inner = self.lock();
         let Some(vol) = inner.get_mut(&volume.volume_name) else {
-            return Err(format!(
-                "no volume with the name {:?} exists in the list of attached volumes",
-                volume.volume_name
-            ));
+            return Err(VolumeManagerError::NotAttached(volume.volume_name));
         };
         volume.state = state;
         vol.pods.insert(
@@ -120,13 +118,16 @@ impl ActualStateOfWorld {
     }
 
     /// A SetUp succeeded.
-    pub fn mark_volume_as_mounted(&self, opts: MarkMountOpts) -> Result<(), String> {
+    pub fn mark_volume_as_mounted(&self, opts: MarkMountOpts) -> Result<(), VolumeManagerError> {
         self.mark(opts.volume, MountState::Mounted)
     }
 
     /// A SetUp or TearDown may have half happened. A pod already recorded
     /// as mounted keeps its record (only the state changes).
-    pub fn mark_volume_mount_as_uncertain(&self, opts: MarkMountOpts) -> Result<(), String> {
+    pub fn mark_volume_mount_as_uncertain(
+        &self,
+        opts: MarkMountOpts,
+    ) -> Result<(), VolumeManagerError> {
         self.mark(opts.volume, MountState::Uncertain)
     }
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::error::VolumeManagerError;
 use crate::volume::plugin::{PluginManager, unique_volume_name};
 use crate::volume::spec::Spec;
 
@@ -77,12 +78,12 @@ impl DesiredStateOfWorld {
         spec: Spec,
         outer_volume_spec_name: &str,
         gid_value: &str,
-    ) -> Result<String, String> {
-        let plugin = self.plugins.find_plugin_by_spec(&spec).map_err(|e| {
-            format!(
-                "failed to get Plugin from volumeSpec for volume {:?} err={e}",
-                spec.name()
-            )
+    ) -> Result<String, VolumeManagerError> {
+        let plugin = self.plugins.find_plugin_by_spec(&spec).map_err(|source| {
+            VolumeManagerError::NoPlugin {
+                volume: spec.name().to_string(),
+                source,
+            }
         })?;
         let volume_name = unique_volume_name(plugin.name(), pod_uid, spec.name());
         let mut inner = self.lock();

@@ -8,6 +8,7 @@
 
 pub mod actual_state;
 pub mod desired_state;
+pub mod error;
 pub mod events;
 pub mod operations;
 pub mod orphans;
@@ -38,7 +39,9 @@ pub use desired_state::{DesiredStateOfWorld, VolumeToMount};
 pub use events::{EventType, FAILED_MOUNT, PodRef, VolumeEvent};
 pub use orphans::OrphanCleanupError;
 pub use seams::{PodLister, PodStateProvider, SourcesReadyCheck};
-pub use wait::{POD_ATTACH_AND_MOUNT_RETRY_INTERVAL, POD_ATTACH_AND_MOUNT_TIMEOUT, WaitError};
+pub use wait::{
+    POD_ATTACH_AND_MOUNT_RETRY_INTERVAL, POD_ATTACH_AND_MOUNT_TIMEOUT, WaitCause, WaitError,
+};
 
 use events::EventSink;
 use shared::Shared;
@@ -156,7 +159,7 @@ impl VolumeManager {
             .poll(|| {
                 let errs = self.shared.dsw.pop_pod_errors(&pod_uid);
                 if !errs.is_empty() {
-                    return Some(Err(errs.join("; ")));
+                    return Some(Err(WaitCause::PodErrors(errs)));
                 }
                 self.unmounted(&pod_uid, &expected)
                     .is_empty()
@@ -194,7 +197,7 @@ impl VolumeManager {
             .poll(|| {
                 let errs = self.shared.dsw.pop_pod_errors(&pod_uid);
                 if !errs.is_empty() {
-                    return Some(Err(errs.join("; ")));
+                    return Some(Err(WaitCause::PodErrors(errs)));
                 }
                 self.shared
                     .asw
@@ -223,7 +226,10 @@ impl VolumeManager {
 
     /// Checks `cond` now and every 300 ms until it gives an answer or
     /// the timeout passes.
-    async fn poll(&self, cond: impl Fn() -> Option<Result<(), String>>) -> Result<(), String> {
+    async fn poll(
+        &self,
+        cond: impl Fn() -> Option<Result<(), WaitCause>>,
+    ) -> Result<(), WaitCause> {
         let deadline = tokio::time::Instant::now() + POD_ATTACH_AND_MOUNT_TIMEOUT;
         loop {
             if let Some(r) = cond() {
@@ -231,7 +237,7 @@ impl VolumeManager {
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(wait::TIMED_OUT.to_string());
+                return Err(WaitCause::TimedOut);
             }
             tokio::time::sleep(POD_ATTACH_AND_MOUNT_RETRY_INTERVAL.min(deadline - now)).await;
         }

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::io;
 use std::path::PathBuf;
 
+use super::error::VolumeManagerError;
 use crate::kubelet::pod_dirs::{PodDirs, VOLUMES_DIR_NAME};
 use crate::volume::util::mount::{MountInterface, is_not_mount_point};
 use crate::volume::util::removeall::{remove_all_one_filesystem, remove_dirs_one_filesystem};
@@ -56,20 +57,15 @@ pub fn mounted_volume_paths_from_disk(
     dirs: &PodDirs,
     m: &dyn MountInterface,
     uid: &str,
-) -> Result<Vec<PathBuf>, String> {
-    let paths = pod_volume_paths_from_disk(dirs, uid).map_err(|e| e.to_string())?;
+) -> Result<Vec<PathBuf>, VolumeManagerError> {
+    let paths = pod_volume_paths_from_disk(dirs, uid).map_err(VolumeManagerError::ReadPodDir)?;
     let mut out = Vec::new();
     for p in paths {
         match is_not_mount_point(m, &p) {
             Ok(true) => {}
             Ok(false) => out.push(p),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(format!(
-                    "fail to check mount point {:?}: {e}",
-                    p.display().to_string()
-                ));
-            }
+            Err(source) => return Err(VolumeManagerError::MountPoint { path: p, source }),
         }
     }
     Ok(out)

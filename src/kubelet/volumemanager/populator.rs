@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::Pod;
 
+use super::error::VolumeManagerError;
 use super::shared::Shared;
-use crate::util::lifecycle::TaskSet;
+use crate::kubelet::container::helpers::visit_containers;
+use crate::util::lifecycle::{Period, TaskSet, run_periodic};
 use crate::volume::spec::Spec;
 
 /// The populator's period.
@@ -23,34 +25,19 @@ fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_default()
 }
 
-fn all_containers(pod: &Pod) -> Vec<Container> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Vec::new();
-    };
-    let mut out: Vec<Container> = spec.init_containers.iter().flatten().cloned().collect();
-    out.extend(spec.containers.iter().cloned());
-    out.extend(
-        spec.ephemeral_containers
-            .iter()
-            .flatten()
-            .map(crate::kubelet::container::helpers::ephemeral_as_container),
-    );
-    out
-}
-
 /// The names of volumes the pod's containers mount and use as devices
 /// (GetPodVolumeNames).
 pub fn pod_volume_names(pod: &Pod) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut mounts = BTreeSet::new();
     let mut devices = BTreeSet::new();
-    for c in all_containers(pod) {
+    visit_containers(pod, |c| {
         for m in c.volume_mounts.iter().flatten() {
             mounts.insert(m.name.clone());
         }
         for d in c.volume_devices.iter().flatten() {
             devices.insert(d.name.clone());
         }
-    }
+    });
     (mounts, devices)
 }
 
@@ -61,27 +48,35 @@ pub fn start(shared: &Arc<Shared>, tasks: &TaskSet) {
     let token = tasks.token();
     tasks.spawn("volume-populator", async move {
         tracing::info!("Desired state populator starts to run");
-        loop {
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(LOOP_SLEEP_DURATION) => {}
-            }
-            let done = shared.sources_ready.all_ready();
-            populator_loop(&shared);
-            if done {
-                break;
-            }
+        let clock = shared.clock.clone();
+        // Until the sources are ready: wait, then populate (wait.PollUntil).
+        let initial = token.child_token();
+        let period = Period::sliding(LOOP_SLEEP_DURATION);
+        run_periodic(
+            initial.clone(),
+            period.waiting_first(),
+            clock.clone(),
+            || {
+                let done = shared.sources_ready.all_ready();
+                populator_loop(&shared);
+                if done {
+                    initial.cancel();
+                }
+                std::future::ready(())
+            },
+        )
+        .await;
+        if token.is_cancelled() {
+            return;
         }
         if !shared.has_added_pods.swap(true, Ordering::SeqCst) {
             tracing::info!("Finished populating initial desired state of world");
         }
-        loop {
+        run_periodic(token, period, clock, || {
             populator_loop(&shared);
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(LOOP_SLEEP_DURATION) => {}
-            }
-        }
+            std::future::ready(())
+        })
+        .await;
     });
 }
 
@@ -120,7 +115,7 @@ pub fn process_pod_volumes(shared: &Shared, pod: &Arc<Pod>) {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(pod = %pod_uid, volume = %vol.name, error = %e, "Error processing volume");
-                shared.dsw.add_error_to_pod(&pod_uid, e);
+                shared.dsw.add_error_to_pod(&pod_uid, e.to_string());
                 all_added = false;
                 continue;
             }
@@ -134,7 +129,7 @@ pub fn process_pod_volumes(shared: &Shared, pod: &Arc<Pod>) {
             }
             Err(e) => {
                 tracing::error!(pod = %pod_uid, volume = %vol.name, error = %e, "Failed to add volume to desiredStateOfWorld");
-                shared.dsw.add_error_to_pod(&pod_uid, e);
+                shared.dsw.add_error_to_pod(&pod_uid, e.to_string());
                 all_added = false;
             }
         }
@@ -151,18 +146,14 @@ pub fn process_pod_volumes(shared: &Shared, pod: &Arc<Pod>) {
 
 /// The plugin spec of an inline pod volume. Claims and generic ephemeral
 /// volumes need API objects and a provisioner this kubelet does not have.
-fn create_volume_spec(vol: &k8s_openapi::api::core::v1::Volume) -> Result<Spec, String> {
+fn create_volume_spec(
+    vol: &k8s_openapi::api::core::v1::Volume,
+) -> Result<Spec, VolumeManagerError> {
     if let Some(pvc) = &vol.persistent_volume_claim {
-        return Err(format!(
-            "error processing PVC {:?}: PersistentVolumeClaim volumes are not supported by this kubelet",
-            pvc.claim_name
-        ));
+        return Err(VolumeManagerError::ClaimUnsupported(pvc.claim_name.clone()));
     }
     if vol.ephemeral.is_some() {
-        return Err(format!(
-            "error processing volume {:?}: generic ephemeral volumes are not supported by this kubelet",
-            vol.name
-        ));
+        return Err(VolumeManagerError::EphemeralUnsupported(vol.name.clone()));
     }
     Ok(Spec::from_volume(vol.clone()))
 }

@@ -14,7 +14,7 @@ use super::actual_state::ExistsError;
 use super::operations::{start_mount, start_unmount};
 use super::reconstruct::sync_states;
 use super::shared::Shared;
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// The reconciler's period.
 pub const RECONCILER_LOOP_SLEEP_PERIOD: Duration = Duration::from_millis(100);
@@ -23,19 +23,17 @@ pub const RECONCILER_LOOP_SLEEP_PERIOD: Duration = Duration::from_millis(100);
 pub fn start(shared: &Arc<Shared>, tasks: &TaskSet) {
     let shared = shared.clone();
     let ops_tasks = tasks.clone();
-    let token = tasks.token();
-    tasks.spawn("volume-reconciler", async move {
-        tracing::info!("Reconciler: starting");
-        loop {
+    tracing::info!("Reconciler: starting");
+    let period = Period::sliding(RECONCILER_LOOP_SLEEP_PERIOD);
+    let clock = shared.clock.clone();
+    tasks.spawn_periodic("volume-reconciler", period, clock, move || {
+        let (shared, ops_tasks) = (shared.clone(), ops_tasks.clone());
+        async move {
             reconcile(&shared, &ops_tasks);
             if shared.has_added_pods() && !shared.states_synced() {
                 tracing::info!("Reconciler: start to sync state");
                 sync_states(&shared, &ops_tasks).await;
                 shared.states_synced.store(true, Ordering::SeqCst);
-            }
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(RECONCILER_LOOP_SLEEP_PERIOD) => {}
             }
         }
     });

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::actual_state::{MarkMountOpts, MountState, MountedVolume};
+use super::error::VolumeManagerError;
 use super::operations::start_unmount;
 use super::shared::Shared;
 use crate::util::lifecycle::TaskSet;
@@ -89,23 +90,16 @@ fn reconstruct_volume(
     shared: &Shared,
     v: &PodVolume,
     mount_points: &HashSet<PathBuf>,
-) -> Result<MountedVolume, String> {
-    let plugin = shared
-        .plugins
-        .find_plugin_by_name(&v.plugin_name)
-        .map_err(|e| e.to_string())?;
-    let spec = plugin
-        .construct_volume_spec(&v.volume_spec_name, &v.volume_path)
-        .map_err(|e| e.to_string())?;
+) -> Result<MountedVolume, VolumeManagerError> {
+    let plugin = shared.plugins.find_plugin_by_name(&v.plugin_name)?;
+    let spec = plugin.construct_volume_spec(&v.volume_spec_name, &v.volume_path)?;
     let volume_name = unique_volume_name(plugin.name(), &v.pod_uid, spec.name());
     let mut pod = k8s_openapi::api::core::v1::Pod::default();
     pod.metadata.uid = Some(v.pod_uid.clone());
-    let mounter = plugin
-        .new_mounter(&spec, &Arc::new(pod))
-        .map_err(|e| e.to_string())?;
+    let mounter = plugin.new_mounter(&spec, &Arc::new(pod))?;
     let path = mounter.path();
     if !mount_points.contains(&path) {
-        return Err(format!("volume: {volume_name:?} is not mounted"));
+        return Err(VolumeManagerError::NotMounted(volume_name));
     }
     Ok(reconstructed_record(
         v,

@@ -229,7 +229,7 @@ async fn unsupported_volume_fails_the_wait_at_once() {
     assert_eq!(unmounted, &vec!["claim".to_string(), "n".to_string()]);
     assert_eq!(unattached, &vec!["claim".to_string(), "n".to_string()]);
     assert_eq!(
-        cause,
+        cause.to_string(),
         "error processing PVC \"c\": PersistentVolumeClaim volumes are not supported by this kubelet; \
          failed to get Plugin from volumeSpec for volume \"n\" err=no volume plugin matched"
     );

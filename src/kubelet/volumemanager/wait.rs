@@ -15,8 +15,16 @@ pub const POD_ATTACH_AND_MOUNT_RETRY_INTERVAL: Duration = Duration::from_millis(
 /// How long the wait lasts.
 pub const POD_ATTACH_AND_MOUNT_TIMEOUT: Duration = Duration::from_secs(2 * 60 + 3);
 
-/// The text of wait.ErrWaitTimeout.
-pub const TIMED_OUT: &str = "timed out waiting for the condition";
+/// Why a wait ended before its volumes were ready.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WaitCause {
+    /// Errors the populator met for the pod.
+    #[error("{}", .0.join("; "))]
+    PodErrors(Vec<String>),
+    /// wait.ErrWaitTimeout.
+    #[error("timed out waiting for the condition")]
+    TimedOut,
+}
 
 /// A wait that did not end with every volume mounted (or unmounted).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,11 +34,14 @@ pub enum WaitError {
     Mount {
         unmounted: Vec<String>,
         unattached: Vec<String>,
-        cause: String,
+        cause: WaitCause,
     },
     /// `mounted volumes=[a]: <cause>`.
     #[error("mounted volumes=[{}]: {cause}", .mounted.join(" "))]
-    Unmount { mounted: Vec<String>, cause: String },
+    Unmount {
+        mounted: Vec<String>,
+        cause: WaitCause,
+    },
 }
 
 impl WaitError {
@@ -64,7 +75,7 @@ mod tests {
         let e = WaitError::Mount {
             unmounted: vec!["cfg".into()],
             unattached: vec!["cfg".into(), "kube-api-access-x".into()],
-            cause: TIMED_OUT.into(),
+            cause: WaitCause::TimedOut,
         };
         assert_eq!(
             e.to_string(),
@@ -77,7 +88,7 @@ mod tests {
         assert_eq!(e.reason(), "FailedMount");
         let e = WaitError::Unmount {
             mounted: vec![],
-            cause: TIMED_OUT.into(),
+            cause: WaitCause::TimedOut,
         };
         assert_eq!(
             e.to_string(),

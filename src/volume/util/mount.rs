@@ -8,89 +8,7 @@ use nix::mount::{MntFlags, MsFlags};
 
 use crate::volume::error::VolumeError;
 
-/// One line of /proc/self/mountinfo.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountInfo {
-    pub id: u32,
-    pub parent_id: u32,
-    /// `major:minor` of the device.
-    pub major_minor: String,
-    /// The root of the mount within its file system.
-    pub root: String,
-    pub mount_point: PathBuf,
-    /// Per-mount options (`rw`, `relatime`, ...).
-    pub options: Vec<String>,
-    /// Optional fields (`shared:1`, `master:2`, ...).
-    pub optional_fields: Vec<String>,
-    pub fs_type: String,
-    pub source: String,
-    /// Per-superblock options (`size=...`, `pagesize=2M`, ...).
-    pub super_options: Vec<String>,
-}
-
-/// Decodes the octal escapes (`\040`) the kernel writes for special
-/// characters in paths.
-fn unescape_octal(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
-            let v = (bytes[i + 1] - b'0') as u32 * 64
-                + (bytes[i + 2] - b'0') as u32 * 8
-                + (bytes[i + 3] - b'0') as u32;
-            out.push(v as u8);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Parses the text of a mountinfo file; malformed lines are skipped.
-pub fn parse_mountinfo(text: &str) -> Vec<MountInfo> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let pre: Vec<&str> = pre.split(' ').collect();
-        let post: Vec<&str> = post.split(' ').collect();
-        if pre.len() < 6 || post.len() < 2 {
-            continue;
-        }
-        let (Ok(id), Ok(parent_id)) = (pre[0].parse(), pre[1].parse()) else {
-            continue;
-        };
-        out.push(MountInfo {
-            id,
-            parent_id,
-            major_minor: pre[2].to_string(),
-            root: unescape_octal(pre[3]),
-            mount_point: PathBuf::from(unescape_octal(pre[4])),
-            options: pre[5].split(',').map(str::to_string).collect(),
-            optional_fields: pre[6..]
-                .iter()
-                .filter(|f| !f.is_empty())
-                .map(|f| f.to_string())
-                .collect(),
-            fs_type: post[0].to_string(),
-            source: unescape_octal(post[1]),
-            super_options: post
-                .get(2)
-                .map(|o| o.split(',').map(str::to_string).collect())
-                .unwrap_or_default(),
-        });
-    }
-    out
-}
+pub use crate::util::mountinfo::{MountInfo, find_mount_info, parse_mountinfo};
 
 /// Mount operations the volume plugins need (mount.Interface).
 pub trait MountInterface: Send + Sync {
@@ -343,23 +261,25 @@ fn remove_path_if_not_mount_point(
     }
 }
 
-/// The mount that holds `path`: the one with the longest mount point that
-/// is a prefix of it.
-pub fn find_mount_info<'a>(path: &Path, mounts: &'a [MountInfo]) -> Option<&'a MountInfo> {
-    mounts
-        .iter()
-        .filter(|m| path.starts_with(&m.mount_point))
-        .max_by_key(|m| m.mount_point.as_os_str().len())
+/// Why a directory could not be made a shared mount point.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedMountError {
+    #[error("error reading mountinfo: {0}")]
+    MountInfo(#[source] io::Error),
+    #[error("cannot find mount point for {0:?}")]
+    NoMount(PathBuf),
+    #[error("failed to bind-mount {path}: {}", .source.desc().to_lowercase())]
+    Bind { path: String, source: nix::Error },
+    #[error("failed to make {path} shared: {}", .source.desc().to_lowercase())]
+    Share { path: String, source: nix::Error },
 }
 
 /// Makes `path` a mount point with shared propagation (bind-mounting it on
 /// itself first), unless the mount it lives on is already shared.
-pub fn make_rshared(path: &Path, m: &dyn MountInterface) -> Result<(), String> {
-    let mounts = m
-        .list()
-        .map_err(|e| format!("error reading mountinfo: {e}"))?;
+pub fn make_rshared(path: &Path, m: &dyn MountInterface) -> Result<(), SharedMountError> {
+    let mounts = m.list().map_err(SharedMountError::MountInfo)?;
     let shared = find_mount_info(path, &mounts)
-        .ok_or_else(|| format!("cannot find mount point for {:?}", path))?
+        .ok_or_else(|| SharedMountError::NoMount(path.to_path_buf()))?
         .optional_fields
         .iter()
         .any(|f| f.starts_with("shared:"));
@@ -376,7 +296,10 @@ pub fn make_rshared(path: &Path, m: &dyn MountInterface) -> Result<(), String> {
         MsFlags::MS_BIND,
         None::<&str>,
     )
-    .map_err(|e| format!("failed to bind-mount {p}: {}", e.desc().to_lowercase()))?;
+    .map_err(|source| SharedMountError::Bind {
+        path: p.to_string(),
+        source,
+    })?;
     nix::mount::mount(
         None::<&str>,
         path,
@@ -384,37 +307,15 @@ pub fn make_rshared(path: &Path, m: &dyn MountInterface) -> Result<(), String> {
         MsFlags::MS_SHARED | MsFlags::MS_REC,
         None::<&str>,
     )
-    .map_err(|e| format!("failed to make {p} shared: {}", e.desc().to_lowercase()))
+    .map_err(|source| SharedMountError::Share {
+        path: p.to_string(),
+        source,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SAMPLE: &str = "\
-22 1 252:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
-42 22 0:39 / /tmp/a\\040b rw,relatime shared:2 master:1 - tmpfs tmpfs rw,size=1024k
-43 22 0:40 / /dev/hugepages rw,relatime - hugetlbfs hugetlbfs rw,pagesize=2M
-bogus line
-";
-
-    #[test]
-    fn mountinfo_is_parsed() {
-        let m = parse_mountinfo(SAMPLE);
-        assert_eq!(m.len(), 3);
-        assert_eq!(m[0].mount_point, PathBuf::from("/"));
-        assert_eq!(m[0].optional_fields, vec!["shared:1"]);
-        assert_eq!(m[1].mount_point, PathBuf::from("/tmp/a b"));
-        assert_eq!(m[1].fs_type, "tmpfs");
-        assert_eq!(m[1].optional_fields, vec!["shared:2", "master:1"]);
-        assert_eq!(m[1].super_options, vec!["rw", "size=1024k"]);
-        assert_eq!(m[2].optional_fields, Vec::<String>::new());
-        assert_eq!(m[2].super_options[1], "pagesize=2M");
-        let found = find_mount_info(Path::new("/tmp/a b/c"), &m).expect("found");
-        assert_eq!(found.id, 42);
-        let found = find_mount_info(Path::new("/var/lib"), &m).expect("root");
-        assert_eq!(found.id, 22);
-    }
 
     #[test]
     fn options_table() {

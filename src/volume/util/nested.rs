@@ -7,31 +7,8 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
+use crate::util::path::clean;
 use crate::volume::error::VolumeError;
-
-fn clean(p: &str) -> String {
-    let absolute = p.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|l| *l != "..") {
-                    parts.pop();
-                } else if !absolute {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let joined = parts.join("/");
-    match (absolute, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_string(),
-        (false, false) => joined,
-    }
-}
 
 /// The directories (relative to the volume) to create for mounts nested
 /// directly beneath the places `name` is mounted.

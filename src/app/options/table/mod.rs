@@ -4,6 +4,7 @@
 
 use std::sync::LazyLock;
 
+use super::values::ValueError;
 use super::{CommandFlags, KubeletFlags};
 use crate::apis::config::types::KubeletConfiguration;
 
@@ -11,17 +12,17 @@ use crate::apis::config::types::KubeletConfiguration;
 pub enum Target {
     /// A [`KubeletFlags`] field.
     Flags {
-        set: fn(&mut KubeletFlags, &str, bool) -> Result<(), String>,
+        set: fn(&mut KubeletFlags, &str, bool) -> Result<(), ValueError>,
         get: fn(&KubeletFlags) -> String,
     },
     /// A configuration field: re-applied over a `--config` file.
     Config {
-        set: fn(&mut KubeletConfiguration, &str, bool) -> Result<(), String>,
+        set: fn(&mut KubeletConfiguration, &str, bool) -> Result<(), ValueError>,
         get: fn(&KubeletConfiguration) -> String,
     },
     /// `--help`, `--version`.
     Command {
-        set: fn(&mut CommandFlags, &str, bool) -> Result<(), String>,
+        set: fn(&mut CommandFlags, &str, bool) -> Result<(), ValueError>,
         get: fn(&CommandFlags) -> String,
     },
 }

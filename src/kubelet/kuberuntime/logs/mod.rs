@@ -100,7 +100,7 @@ pub enum LogsError {
         source: std::io::Error,
     },
     #[error("failed to get parse function: {0}")]
-    Format(String),
+    Format(#[source] parse::ParseError),
     #[error("failed to watch directory {dir:?}: {source}")]
     Watch { dir: PathBuf, source: InotifyError },
     #[error("failed to get the status of container {id}: {reason}")]

@@ -6,6 +6,21 @@
 use jiff::Timestamp;
 use jiff::tz::{Offset, TimeZone};
 
+/// Why a log line could not be parsed.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error("{0} is not found")]
+    Missing(&'static str),
+    #[error("unexpected timestamp format {text:?}: {source}")]
+    Timestamp { text: String, source: jiff::Error },
+    #[error("unexpected stream type {0:?}")]
+    Stream(String),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("unsupported log format: {0:?}")]
+    Unsupported(String),
+}
+
 /// The stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -14,13 +29,12 @@ pub enum Stream {
 }
 
 impl Stream {
-    fn parse(text: &[u8]) -> Result<Self, String> {
+    fn parse(text: &[u8]) -> Result<Self, ParseError> {
         match text {
             b"stdout" => Ok(Stream::Stdout),
             b"stderr" => Ok(Stream::Stderr),
-            other => Err(format!(
-                "unexpected stream type {:?}",
-                String::from_utf8_lossy(other)
+            other => Err(ParseError::Stream(
+                String::from_utf8_lossy(other).into_owned(),
             )),
         }
     }
@@ -38,10 +52,11 @@ pub struct LogMessage {
 }
 
 /// Parses an RFC 3339 time with nanoseconds, keeping its offset.
-pub fn parse_time(text: &str) -> Result<(Timestamp, i32), String> {
-    let ts: Timestamp = text
-        .parse()
-        .map_err(|e| format!("unexpected timestamp format {text:?}: {e}"))?;
+pub fn parse_time(text: &str) -> Result<(Timestamp, i32), ParseError> {
+    let ts: Timestamp = text.parse().map_err(|source| ParseError::Timestamp {
+        text: text.to_string(),
+        source,
+    })?;
     let offset = if text.ends_with('Z') || text.ends_with('z') {
         0
     } else {
@@ -84,12 +99,12 @@ fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Parses a CRI-format line (with its trailing newline, if any).
-pub fn parse_cri_log(line: &[u8]) -> Result<LogMessage, String> {
-    let (time, rest) = split_field(line).ok_or("timestamp is not found")?;
+pub fn parse_cri_log(line: &[u8]) -> Result<LogMessage, ParseError> {
+    let (time, rest) = split_field(line).ok_or(ParseError::Missing("timestamp"))?;
     let (timestamp, offset_seconds) = parse_time(&String::from_utf8_lossy(time))?;
-    let (stream, rest) = split_field(rest).ok_or("stream type is not found")?;
+    let (stream, rest) = split_field(rest).ok_or(ParseError::Missing("stream type"))?;
     let stream = Stream::parse(stream)?;
-    let (tag, content) = split_field(rest).ok_or("log tag is not found")?;
+    let (tag, content) = split_field(rest).ok_or(ParseError::Missing("log tag"))?;
     // Tags may carry more fields after a ':'; the first says partial or full.
     let partial = tag.split(|b| *b == b':').next() == Some(b"P");
     let mut log = content.to_vec();
@@ -112,8 +127,8 @@ struct JsonLine {
 }
 
 /// Parses a JSON-file-format line.
-pub fn parse_json_log(line: &[u8]) -> Result<LogMessage, String> {
-    let l: JsonLine = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+pub fn parse_json_log(line: &[u8]) -> Result<LogMessage, ParseError> {
+    let l: JsonLine = serde_json::from_slice(line)?;
     let (timestamp, offset_seconds) = parse_time(&l.time)?;
     Ok(LogMessage {
         timestamp,
@@ -124,18 +139,17 @@ pub fn parse_json_log(line: &[u8]) -> Result<LogMessage, String> {
 }
 
 /// A line parser.
-pub type ParseFn = fn(&[u8]) -> Result<LogMessage, String>;
+pub type ParseFn = fn(&[u8]) -> Result<LogMessage, ParseError>;
 
 /// The parser that understands `first`, the file's first line read.
-pub fn parser_for(first: &[u8]) -> Result<ParseFn, String> {
+pub fn parser_for(first: &[u8]) -> Result<ParseFn, ParseError> {
     for parse in [parse_cri_log as ParseFn, parse_json_log] {
         if parse(first).is_ok() {
             return Ok(parse);
         }
     }
-    Err(format!(
-        "unsupported log format: {:?}",
-        String::from_utf8_lossy(first)
+    Err(ParseError::Unsupported(
+        String::from_utf8_lossy(first).into_owned(),
     ))
 }
 
@@ -181,7 +195,7 @@ mod tests {
             ("2026-11-22T08:55:01Z stdout F", "log tag is not found"),
         ];
         for (line, want) in cases {
-            let err = parse_cri_log(line.as_bytes()).unwrap_err();
+            let err = parse_cri_log(line.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(want), "{line}: {err}");
         }
     }
@@ -195,6 +209,7 @@ mod tests {
         assert!(
             parser_for(b"garbage")
                 .unwrap_err()
+                .to_string()
                 .contains("unsupported log format")
         );
     }

@@ -91,7 +91,12 @@ fn omit_duplicates(items: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-fn pod_dns_type(pod: &Pod) -> Result<PodDnsType, String> {
+/// A dnsPolicy the kubelet does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid DNSPolicy={0}")]
+pub struct DnsPolicyError(pub String);
+
+fn pod_dns_type(pod: &Pod) -> Result<PodDnsType, DnsPolicyError> {
     let policy = pod
         .spec
         .as_ref()
@@ -102,7 +107,7 @@ fn pod_dns_type(pod: &Pod) -> Result<PodDnsType, String> {
         "ClusterFirstWithHostNet" => Ok(PodDnsType::Cluster),
         "ClusterFirst" if !is_host_network_pod(pod) => Ok(PodDnsType::Cluster),
         "ClusterFirst" | "Default" => Ok(PodDnsType::Host),
-        other => Err(format!("invalid DNSPolicy={other}")),
+        other => Err(DnsPolicyError(other.to_string())),
     }
 }
 

@@ -78,7 +78,11 @@ pub enum Decision {
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error("verifying certificate {identifier} failed: {reason}")]
-    CertificateVerification { identifier: String, reason: String },
+    CertificateVerification {
+        identifier: String,
+        #[source]
+        reason: x509::CertificateError,
+    },
     #[error("{}", aggregate(.0))]
     Aggregate(Vec<String>),
     #[error("unable to load client CA file {path:?}: {reason}")]

@@ -23,7 +23,8 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use super::{AuthError, Authenticator, UserInfo};
 use crate::kubelet::server::ConnectionInfo;
 use crate::kubelet::server::tls::crypto_provider;
-use crate::util::lifecycle::TaskSet;
+use crate::util::clock::RealClock;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// How often the CA file is re-read (the Go kubelet's fallback resync).
 pub const CA_RELOAD_PERIOD: Duration = Duration::from_secs(60);
@@ -135,18 +136,12 @@ impl ClientCaBundle {
     /// Start phase: re-reads the bundle every `period` until cancelled.
     pub fn start_reloader(self: &Arc<Self>, tasks: &TaskSet, period: Duration) {
         let this = self.clone();
-        let token = tasks.token();
-        tasks.spawn("client-ca-reload", async move {
-            let mut tick = tokio::time::interval(period);
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tick.tick() => {
-                        if let Err(err) = this.reload().await {
-                            tracing::error!(error = %err, "Failed to reload the client CA bundle");
-                        }
-                    }
+        let period = Period::fixed(period).waiting_first();
+        tasks.spawn_periodic("client-ca-reload", period, Arc::new(RealClock), move || {
+            let this = this.clone();
+            async move {
+                if let Err(err) = this.reload().await {
+                    tracing::error!(error = %err, "Failed to reload the client CA bundle");
                 }
             }
         });
@@ -157,12 +152,12 @@ impl ClientCaBundle {
         &self,
         end_entity: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-    ) -> Result<(), String> {
+    ) -> Result<(), CertificateError> {
         self.current()
             .verifier
             .verify_client_cert(end_entity, intermediates, UnixTime::now())
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(CertificateError::Verify)
     }
 }
 
@@ -192,11 +187,22 @@ fn certificate_identifier(cert: &X509Certificate<'_>) -> String {
     format!("SN={}, SKID={skid}, AKID={akid}", cert.serial)
 }
 
+/// Why a client certificate was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum CertificateError {
+    #[error("{0}")]
+    Verify(#[source] rustls::Error),
+    #[error("unparsable certificate: {0}")]
+    Parse(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
+    /// The chain's first certificate, before its identifier is known.
+    #[error("{0}")]
+    Undecodable(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
+}
+
 /// The user a verified certificate names: CN as the name, each O as a
 /// group; `None` when the CN is empty.
-pub fn certificate_user(der: &[u8]) -> Result<Option<UserInfo>, String> {
-    let (_, cert) =
-        X509Certificate::from_der(der).map_err(|e| format!("unparsable certificate: {e}"))?;
+pub fn certificate_user(der: &[u8]) -> Result<Option<UserInfo>, CertificateError> {
+    let (_, cert) = X509Certificate::from_der(der).map_err(CertificateError::Parse)?;
     let subject = cert.subject();
     let name = subject
         .iter_common_name()
@@ -247,7 +253,7 @@ impl Authenticator for X509Authenticator {
             Err(e) => {
                 return Err(AuthError::CertificateVerification {
                     identifier: "(unparsable)".to_string(),
-                    reason: e.to_string(),
+                    reason: CertificateError::Undecodable(e),
                 });
             }
         };

@@ -39,7 +39,7 @@ fn stream_options_table() {
             tty,
         })
     };
-    let none = Err("you must specify at least 1 of stdin, stdout, stderr".to_string());
+    let none = Err(QueryError::NoStreams);
     let cases = [
         ("output=1&error=1", o(false, true, true, false)),
         ("input=1&output=1&tty=1&error=1", o(true, true, false, true)),
@@ -72,7 +72,7 @@ fn port_forward_ports_table() {
         let got = port_forward_ports(Some(q), ws);
         match want {
             Ok(ports) => assert_eq!(got, Ok(ports), "{q}"),
-            Err(msg) => assert!(got.unwrap_err().starts_with(msg), "{q}"),
+            Err(msg) => assert!(got.unwrap_err().to_string().starts_with(msg), "{q}"),
         }
     }
 }

@@ -13,6 +13,7 @@ use super::fetch::{ApiFetcher, ManagedObject, ObjectFetcher};
 use super::ttl_store::{GetObjectTtl, TtlStore};
 use super::watch_store::WatchStore;
 use super::{ChangeDetectionStrategy, ObjectManager, ReferencedNames};
+use crate::kubelet::pod::PodObjectRegistrar;
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 
@@ -97,5 +98,15 @@ impl<K: ManagedObject> KindManager<K> {
 
     pub fn unregister_pod(&self, pod: &Pod) {
         self.inner.unregister_pod(pod);
+    }
+}
+
+impl<K: ManagedObject> PodObjectRegistrar for KindManager<K> {
+    fn register_pod(&self, pod: &Pod) {
+        KindManager::register_pod(self, pod);
+    }
+
+    fn unregister_pod(&self, pod: &Pod) {
+        KindManager::unregister_pod(self, pod);
     }
 }

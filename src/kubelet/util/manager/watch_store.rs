@@ -22,7 +22,7 @@ use super::cache_based::ObjectStore;
 use super::error::ManagerError;
 use super::fetch::ManagedObject;
 use crate::util::clock::Clock;
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet, run_periodic};
 
 /// Idle watches are stopped no sooner than this.
 const MIN_IDLE_TIME: Duration = Duration::from_secs(60);
@@ -145,15 +145,14 @@ impl<K: ManagedObject> WatchStore<K> {
         }
         let this = self.clone();
         let token = runtime.tasks.token();
+        let clock = self.clock.clone();
         runtime.tasks.spawn("object-watch-recycler", async move {
-            let mut tick = tokio::time::interval(RECYCLE_PERIOD);
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => break,
-                    _ = tick.tick() => this.recycle_idle(),
-                }
-            }
+            let period = Period::fixed(RECYCLE_PERIOD).waiting_first();
+            run_periodic(token, period, clock, || {
+                this.recycle_idle();
+                std::future::ready(())
+            })
+            .await;
             this.shut_down();
         });
     }
