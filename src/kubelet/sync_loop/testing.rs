@@ -15,9 +15,10 @@ use crate::cm::{
     CgroupName, CmError, ContainerManager, NodeConfig, PodContainerManager, QosContainersInfo,
     ResourceList, Status,
 };
+use crate::kubelet::container::helpers::convert_pod_status_to_running_pod;
 use crate::kubelet::container::{
     ContainerId, ContainerState, ContainerStatus, GcPolicy, Image, PodStatus, PodSyncResult,
-    RunningContainer, RunningPod, Runtime, RuntimeError, RuntimeStatus, SyncAction, SyncResult,
+    RunningPod, Runtime, RuntimeError, RuntimeStatus, SyncAction, SyncResult,
 };
 use crate::kubelet::pod_sync::{PodVolumes, ProbeManager};
 use crate::kubelet::pod_workers::{EventType, PodEventRecorder};
@@ -95,23 +96,7 @@ impl Runtime for FakeRuntime {
         Ok(pods
             .values()
             .filter(|p| p.running_container_statuses().next().is_some())
-            .map(|p| RunningPod {
-                id: p.id.clone(),
-                name: p.name.clone(),
-                namespace: p.namespace.clone(),
-                containers: p
-                    .running_container_statuses()
-                    .map(|c| RunningContainer {
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                        image: c.image.clone(),
-                        image_id: c.image_id.clone(),
-                        hash: 0,
-                        state: c.state,
-                    })
-                    .collect(),
-                sandboxes: vec![],
-            })
+            .map(|p| convert_pod_status_to_running_pod("fake", p))
             .collect())
     }
     async fn get_pod_status(
