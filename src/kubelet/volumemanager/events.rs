@@ -13,21 +13,8 @@ pub const SUCCESSFUL_MOUNT_VOLUME: &str = "SuccessfulMountVolume";
 /// Unmount failures (logged by Go, never recorded).
 pub const FAILED_UNMOUNT: &str = "FailedUnMount";
 
-/// `Normal` or `Warning`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
+/// `Normal` or `Warning` (the one event type of every layer).
+pub use crate::util::event_type::EventType;
 
 /// The pod an event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
