@@ -74,11 +74,7 @@ pub enum RunOutcome {
 pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubeletError> {
     let server = p.server.clone();
     crate::vlog!(2, path = %server.flags.root_directory, "Using root directory");
-    if server.config.seccomp_default
-        && !server
-            .feature_gate
-            .enabled(features::Feature("SeccompDefault"))
-    {
+    if server.config.seccomp_default && !server.feature_gate.enabled(features::SECCOMP_DEFAULT) {
         return Err(RunKubeletError::SeccompDefaultGate);
     }
     let (pod_logs_root, container_logs_dir) = p.deps.log_dirs();

@@ -1,20 +1,28 @@
 //! Kubelet.Run and StartGarbageCollection: the start phase of the built
-//! kubelet. Data directories first, then the image manager, the volume
-//! manager, the runtime status check (whose first success starts the
-//! container manager), the prober, the PLEG, the pod workers, the pod
-//! sources and the sync loop; container GC every minute and image GC every
-//! five. Every task runs on the given TaskSet and stops with it.
+//! kubelet. Data directories first, then the API-server parts, the image
+//! manager, the volume manager, the runtime status check (whose first
+//! success starts the container manager), the prober, the PLEG, eviction,
+//! the pod workers, the pod sources and the sync loop; container GC every
+//! minute and image GC every five. Every task runs on the given TaskSet
+//! and stops with it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
 use super::build::Kubelet;
+use super::build::adapters::{NodeResources, allocatable};
+use super::build::lifecycle::PodCore;
+use super::build::runtime::RuntimeParts;
+use super::build::sources::PodSources;
+use crate::app::server::KubeletServer;
+use crate::features::CONTAINER_CHECKPOINT;
 use crate::kubelet::pod_dirs::{DataDirOptions, setup_data_dirs};
 use crate::kubelet::runtime_state::RUNTIME_UP_PERIOD;
 use crate::kubelet::sync_loop::{ProbeUpdates, SyncLoopInputs, active_pods};
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet};
 use crate::volume::util::mount::{SystemMounter, make_rshared};
 
 /// How often dead containers are collected (ContainerGCPeriod).
@@ -26,7 +34,15 @@ pub const IMAGE_GC_PERIOD: Duration = Duration::from_secs(300);
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("failed to initialize internal modules: {0}")]
-    Modules(String),
+    DataDirs(#[from] crate::kubelet::pod_dirs::PodDirsError),
+    #[error("failed to initialize internal modules: failed to create directory {dir:?}: {source}")]
+    LogsDir {
+        dir: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to initialize internal modules: {0}")]
+    Aborted(#[from] tokio::task::JoinError),
 }
 
 /// A running kubelet: fatal errors arrive here (the Go kubelet exits on
@@ -38,242 +54,268 @@ pub struct Running {
 impl Kubelet {
     /// Spawns every task of the kubelet on `tasks` (Kubelet.Run and
     /// StartGarbageCollection).
-    pub async fn start(mut self, tasks: &TaskSet) -> Result<Running, StartError> {
-        let (fatal_tx, fatal) = mpsc::unbounded_channel();
-        let me = tokio::task::spawn_blocking({
-            let dirs = self.dirs.clone();
-            let logs = self.container_logs_dir.clone();
-            let server = self.server.clone();
-            move || {
-                let opts = DataDirOptions {
-                    container_checkpoint: server
-                        .feature_gate
-                        .enabled(crate::features::Feature("ContainerCheckpoint")),
-                };
-                setup_data_dirs(&dirs, opts, |p| make_rshared(p, &SystemMounter))
-                    .map_err(|e| e.to_string())?;
-                if let Some(dir) = logs
-                    && !dir.exists()
-                {
-                    crate::kubelet::pod_dirs::mkdir_all(&dir, 0o755).map_err(|e| {
-                        format!("failed to create directory {:?}: {e}", dir.display())
-                    })?;
-                }
-                Ok::<(), String>(())
-            }
-        })
-        .await
-        .map_err(|e| StartError::Modules(e.to_string()))?;
-        me.map_err(StartError::Modules)?;
-        match self.api.take() {
-            Some(api) => api.start(tasks, &self.status_manager),
+    pub async fn start(self, tasks: &TaskSet) -> Result<Running, StartError> {
+        self.setup_data_dirs().await?;
+        let Kubelet {
+            env,
+            sources,
+            core,
+            lifecycle,
+            runtime,
+            prober,
+            probe_streams,
+            volume_manager,
+            eviction_manager,
+            node_resources,
+            dns,
+            api,
+            ..
+        } = self;
+        match api {
+            Some(api) => api.start(tasks),
             None => {
                 tracing::info!("No API server defined - no node status update will be sent")
             }
         }
-
-        self.image_gc.start(tasks);
-        self.volume_manager.start(tasks);
-        self.spawn_volume_events(tasks);
-        self.spawn_runtime_up(tasks, fatal_tx);
-        self.prober.start(tasks);
-        self.pleg.start(tasks);
-        self.eviction_manager
-            .start(tasks, crate::kubelet::eviction::MONITORING_INTERVAL);
-        self.spawn_garbage_collection(tasks);
-        let dns = self.dns.clone();
-        if !dns.resolver_config.is_empty() {
-            let searches = tokio::task::spawn_blocking(move || {
-                let searches = dns
-                    .host_dns_config()
-                    .map(|c| c.searches)
-                    .unwrap_or_default();
-                dns.check_limits_for_resolv_conf(&searches)
-            })
-            .await;
-            if let Ok(Some(event)) = searches {
-                tracing::warn!(reason = event.reason, message = %event.message, "Event");
-            }
+        runtime.image_gc.start(tasks);
+        volume_manager.start(tasks);
+        spawn_volume_events(&volume_manager, &core, tasks);
+        let fatal = RuntimeUp {
+            runtime: runtime.runtime.clone(),
+            core: core.clone(),
+            container_manager: env.container_manager.clone(),
+            node_resources,
+            isolation: env.server.config.local_storage_capacity_isolation,
+            max_pods: i64::from(env.server.config.max_pods),
         }
-        self.pod_workers_start.start(tasks, self.syncer.clone());
-        self.container_deletor.start(tasks);
-        self.pod_config.start(tasks);
-
+        .spawn(tasks);
+        prober.start(tasks);
+        runtime.pleg.start(tasks);
+        eviction_manager.start(tasks, crate::kubelet::eviction::MONITORING_INTERVAL);
+        spawn_garbage_collection(&env.server, &runtime, &sources, &core, tasks);
+        check_resolv_conf(&dns).await;
+        let sync_loop = lifecycle.start_workers(tasks);
+        sources.config.start(tasks);
         let inputs = SyncLoopInputs {
-            updates: self.updates,
-            pleg: self.pleg_events,
+            updates: sources.updates,
+            pleg: runtime.pleg_events,
             probes: ProbeUpdates {
-                liveness: self.probe_streams.liveness,
-                readiness: self.probe_streams.readiness,
-                startup: self.probe_streams.startup,
+                liveness: probe_streams.liveness,
+                readiness: probe_streams.readiness,
+                startup: probe_streams.startup,
             },
         };
-        let stop = tasks.token();
-        let sync_loop = self.sync_loop;
-        // The pod config stays alive while the loop runs (its senders end
-        // the update stream when dropped).
-        let pod_config = self.pod_config;
-        tasks.spawn("sync-loop", async move {
-            sync_loop.run(inputs, stop).await;
-            drop(pod_config);
-        });
+        sync_loop.spawn(tasks, inputs, sources.config);
         Ok(Running { fatal })
     }
 
-    /// Volume operation outcomes (FailedMount, …) become pod events.
-    fn spawn_volume_events(&self, tasks: &TaskSet) {
-        let Some(mut rx) = self.volume_manager.take_events() else {
-            return;
+    /// The kubelet's directories under the root dir (shared mount
+    /// propagation for pods) and /var/log/containers.
+    async fn setup_data_dirs(&self) -> Result<(), StartError> {
+        let dirs = self.env.dirs.clone();
+        let logs = self.env.container_logs_dir.clone();
+        let opts = DataDirOptions {
+            container_checkpoint: self.env.server.feature_gate.enabled(CONTAINER_CHECKPOINT),
         };
-        let recorder = self.recorder.clone();
-        let stop = tasks.token();
-        tasks.spawn("volume-events", async move {
-            loop {
-                let event = tokio::select! {
-                    _ = stop.cancelled() => return,
-                    e = rx.recv() => match e { Some(e) => e, None => return },
-                };
-                if !event.record {
-                    continue;
-                }
-                let mut pod = k8s_openapi::api::core::v1::Pod::default();
-                pod.metadata.name = Some(event.pod.name.clone());
-                pod.metadata.namespace = Some(event.pod.namespace.clone());
-                pod.metadata.uid = Some(event.pod.uid.clone());
-                let t = match event.event_type {
-                    crate::kubelet::volumemanager::EventType::Normal => {
-                        crate::cm::EventType::Normal
-                    }
-                    crate::kubelet::volumemanager::EventType::Warning => {
-                        crate::cm::EventType::Warning
-                    }
-                };
-                recorder.pod_event(&pod, t, event.reason, &event.message);
+        tokio::task::spawn_blocking(move || {
+            setup_data_dirs(&dirs, opts, |p| make_rshared(p, &SystemMounter))?;
+            if let Some(dir) = logs
+                && !dir.exists()
+            {
+                crate::kubelet::pod_dirs::mkdir_all(&dir, 0o755)
+                    .map_err(|source| StartError::LogsDir { dir, source })?;
             }
-        });
+            Ok(())
+        })
+        .await?
     }
+}
 
-    /// updateRuntimeUp every 5 s; the first time the runtime is ready the
-    /// runtime-dependent modules (the container manager) start.
-    fn spawn_runtime_up(&self, tasks: &TaskSet, fatal: mpsc::UnboundedSender<String>) {
-        let runtime = self.runtime.clone();
-        let state = self.runtime_state.clone();
-        let cm = self.container_manager.clone();
-        let active = {
-            let (pm, workers, status) = (
-                self.pod_manager.clone(),
-                self.pod_workers.clone(),
-                self.status_manager.clone(),
-            );
-            Arc::new(move || active_pods(&pm, &workers, &status))
-        };
-        let resources = self.node_resources.clone();
-        let isolation = self.server.config.local_storage_capacity_isolation;
-        let max_pods = i64::from(self.server.config.max_pods);
+/// Volume operation outcomes (FailedMount, …) become pod events.
+fn spawn_volume_events(
+    volume_manager: &crate::kubelet::volumemanager::VolumeManager,
+    core: &PodCore,
+    tasks: &TaskSet,
+) {
+    let Some(mut rx) = volume_manager.take_events() else {
+        return;
+    };
+    let recorder = core.recorder.clone();
+    let stop = tasks.token();
+    tasks.spawn("volume-events", async move {
+        loop {
+            let event = tokio::select! {
+                _ = stop.cancelled() => return,
+                e = rx.recv() => match e { Some(e) => e, None => return },
+            };
+            if !event.record {
+                continue;
+            }
+            let mut pod = k8s_openapi::api::core::v1::Pod::default();
+            pod.metadata.name = Some(event.pod.name.clone());
+            pod.metadata.namespace = Some(event.pod.namespace.clone());
+            pod.metadata.uid = Some(event.pod.uid.clone());
+            recorder.pod_event(&pod, event.event_type, event.reason, &event.message);
+        }
+    });
+}
+
+/// The resolv.conf limits check, once at start (its event is logged).
+async fn check_resolv_conf(dns: &crate::kubelet::network::dns::DnsConfigurer) {
+    if dns.resolver_config.is_empty() {
+        return;
+    }
+    let dns = dns.clone();
+    let searches = tokio::task::spawn_blocking(move || {
+        let searches = dns
+            .host_dns_config()
+            .map(|c| c.searches)
+            .unwrap_or_default();
+        dns.check_limits_for_resolv_conf(&searches)
+    })
+    .await;
+    if let Ok(Some(event)) = searches {
+        tracing::warn!(reason = event.reason, message = %event.message, "Event");
+    }
+}
+
+/// updateRuntimeUp every 5 s; the first time the runtime is ready the
+/// runtime-dependent modules (the container manager) start.
+struct RuntimeUp {
+    runtime: Arc<dyn crate::kubelet::container::Runtime>,
+    core: PodCore,
+    container_manager: Arc<dyn crate::cm::ContainerManager>,
+    node_resources: Arc<NodeResources>,
+    isolation: bool,
+    max_pods: i64,
+}
+
+impl RuntimeUp {
+    fn spawn(self, tasks: &TaskSet) -> mpsc::UnboundedReceiver<String> {
+        let (fatal_tx, fatal) = mpsc::unbounded_channel();
+        let me = Arc::new(self);
+        let initialized = Arc::new(AtomicBool::new(false));
         let cm_tasks = tasks.clone();
-        let stop = tasks.token();
-        tasks.spawn("runtime-up", async move {
-            let mut initialized = false;
-            loop {
-                match runtime.status().await {
-                    Err(e) => tracing::error!(err = %e, "Container runtime sanity check failed"),
-                    Ok(status) => {
-                        if state.apply_status(&status) {
-                            if !initialized {
-                                initialized = true;
-                                if let Err(e) = cm.start(&cm_tasks, active.clone()).await {
-                                    tracing::error!(err = %e, "Failed to start ContainerManager");
-                                    let _ = fatal
-                                        .send(format!("Failed to start ContainerManager: {e}"));
-                                    return;
-                                }
-                                let capacity = cm.get_capacity(isolation).await;
-                                resources.set(super::build::adapters::allocatable(
-                                    &capacity,
-                                    &cm.get_node_allocatable_reservation(),
-                                    max_pods,
-                                ));
-                            }
-                            state.set_runtime_sync();
-                        }
-                    }
-                }
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(RUNTIME_UP_PERIOD) => {}
-                }
-            }
-        });
+        let clock = me.core.clock.clone();
+        tasks.spawn_periodic(
+            "runtime-up",
+            Period::sliding(RUNTIME_UP_PERIOD),
+            clock,
+            move || {
+                let (me, initialized, cm_tasks, fatal_tx) = (
+                    me.clone(),
+                    initialized.clone(),
+                    cm_tasks.clone(),
+                    fatal_tx.clone(),
+                );
+                async move { me.update(&initialized, &cm_tasks, &fatal_tx).await }
+            },
+        );
+        fatal
     }
 
-    /// Container GC every minute, image GC every five (unless
-    /// imageGCHighThresholdPercent is 100).
-    fn spawn_garbage_collection(&self, tasks: &TaskSet) {
-        let runtime = self.runtime.clone();
-        let policy = self.container_gc_policy;
-        let sources = self.sources_ready.clone();
-        let stop = tasks.token();
-        tasks.spawn("container-gc", async move {
-            let mut failed_before = false;
-            loop {
-                match runtime
-                    .garbage_collect(policy, sources.all_ready(), false)
-                    .await
-                {
-                    Err(e) => {
-                        tracing::error!(err = %e, "Container garbage collection failed");
-                        failed_before = true;
-                    }
-                    Ok(()) => {
-                        if failed_before {
-                            crate::vlog!(1, "Container garbage collection succeeded");
-                            failed_before = false;
-                        } else {
-                            crate::vlog!(4, "Container garbage collection succeeded");
-                        }
-                    }
-                }
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(CONTAINER_GC_PERIOD) => {}
-                }
+    async fn update(
+        &self,
+        initialized: &AtomicBool,
+        tasks: &TaskSet,
+        fatal: &mpsc::UnboundedSender<String>,
+    ) {
+        let status = match self.runtime.status().await {
+            Ok(status) => status,
+            Err(e) => {
+                tracing::error!(err = %e, "Container runtime sanity check failed");
+                return;
             }
-        });
-        if self.server.config.image_gc_high_threshold_percent == 100 {
-            crate::vlog!(
-                2,
-                "ImageGCHighThresholdPercent is set 100, Disable image GC"
-            );
+        };
+        let state = &self.core.runtime_state;
+        if !state.apply_status(&status) {
             return;
         }
-        let image_gc = self.image_gc.clone();
-        let stop = tasks.token();
-        tasks.spawn("image-gc", async move {
-            let mut failed_before = false;
-            loop {
-                match image_gc.garbage_collect().await {
+        if !initialized.swap(true, Ordering::SeqCst) {
+            let (pm, workers, status) = (
+                self.core.pod_manager.clone(),
+                self.core.pod_workers.clone(),
+                self.core.status_manager.clone(),
+            );
+            let active = Arc::new(move || active_pods(&pm, &workers, &status));
+            let cm = &self.container_manager;
+            if let Err(e) = cm.start(tasks, active).await {
+                tracing::error!(err = %e, "Failed to start ContainerManager");
+                let _ = fatal.send(format!("Failed to start ContainerManager: {e}"));
+                return;
+            }
+            let capacity = cm.get_capacity(self.isolation).await;
+            self.node_resources.set(allocatable(
+                &capacity,
+                &cm.get_node_allocatable_reservation(),
+                self.max_pods,
+            ));
+        }
+        state.set_runtime_sync();
+    }
+}
+
+/// Container GC every minute, image GC every five (unless
+/// imageGCHighThresholdPercent is 100).
+fn spawn_garbage_collection(
+    server: &KubeletServer,
+    runtime: &RuntimeParts,
+    sources: &PodSources,
+    core: &PodCore,
+    tasks: &TaskSet,
+) {
+    let (rt, policy) = (runtime.runtime.clone(), runtime.container_gc_policy);
+    let ready = sources.ready.clone();
+    let failed_before = Arc::new(AtomicBool::new(false));
+    tasks.spawn_periodic(
+        "container-gc",
+        Period::sliding(CONTAINER_GC_PERIOD),
+        core.clock.clone(),
+        move || {
+            let (rt, ready, failed_before) = (rt.clone(), ready.clone(), failed_before.clone());
+            async move {
+                match rt.garbage_collect(policy, ready.all_ready(), false).await {
                     Err(e) => {
-                        if failed_before {
-                            tracing::error!(err = %e, "Image garbage collection failed multiple times in a row");
-                        } else {
-                            tracing::error!(err = %e, "Image garbage collection failed once. Stats initialization may not have completed yet");
-                        }
-                        failed_before = true;
+                        tracing::error!(err = %e, "Container garbage collection failed");
+                        failed_before.store(true, Ordering::SeqCst);
                     }
-                    Ok(()) => {
-                        if failed_before {
-                            crate::vlog!(1, "Image garbage collection succeeded");
-                        } else {
-                            crate::vlog!(4, "Image garbage collection succeeded");
-                        }
-                        failed_before = false;
+                    Ok(()) if failed_before.swap(false, Ordering::SeqCst) => {
+                        crate::vlog!(1, "Container garbage collection succeeded")
                     }
-                }
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(IMAGE_GC_PERIOD) => {}
+                    Ok(()) => crate::vlog!(4, "Container garbage collection succeeded"),
                 }
             }
-        });
+        },
+    );
+    if server.config.image_gc_high_threshold_percent == 100 {
+        crate::vlog!(
+            2,
+            "ImageGCHighThresholdPercent is set 100, Disable image GC"
+        );
+        return;
     }
+    let image_gc = runtime.image_gc.clone();
+    let failed_before = Arc::new(AtomicBool::new(false));
+    tasks.spawn_periodic(
+        "image-gc",
+        Period::sliding(IMAGE_GC_PERIOD),
+        core.clock.clone(),
+        move || {
+            let (image_gc, failed_before) = (image_gc.clone(), failed_before.clone());
+            async move {
+                match image_gc.garbage_collect().await {
+                    Err(e) if failed_before.swap(true, Ordering::SeqCst) => {
+                        tracing::error!(err = %e, "Image garbage collection failed multiple times in a row")
+                    }
+                    Err(e) => {
+                        tracing::error!(err = %e, "Image garbage collection failed once. Stats initialization may not have completed yet")
+                    }
+                    Ok(()) if failed_before.swap(false, Ordering::SeqCst) => {
+                        crate::vlog!(1, "Image garbage collection succeeded")
+                    }
+                    Ok(()) => crate::vlog!(4, "Image garbage collection succeeded"),
+                }
+            }
+        },
+    );
 }

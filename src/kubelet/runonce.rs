@@ -73,8 +73,8 @@ fn all_running(pod: &Pod, status: &PodStatus) -> bool {
 impl Kubelet {
     /// Runs the pods of the first update once (RunOnce).
     pub async fn run_once(mut self, tasks: &TaskSet) -> Result<Vec<RunPodResult>, RunOnceError> {
-        let dirs = self.dirs.clone();
-        let logs = self.container_logs_dir.clone();
+        let dirs = self.env.dirs.clone();
+        let logs = self.env.container_logs_dir.clone();
         tokio::task::spawn_blocking(move || {
             setup_data_dirs(&dirs, DataDirOptions::default(), |p| {
                 make_rshared(p, &SystemMounter)
@@ -90,15 +90,16 @@ impl Kubelet {
         .map_err(RunOnceError::Setup)?;
 
         let active = Arc::new(Vec::<Arc<Pod>>::new);
-        self.container_manager
+        self.env
+            .container_manager
             .start(tasks, Arc::new(move || active()))
             .await
             .map_err(|e| RunOnceError::Setup(format!("Failed to start ContainerManager: {e}")))?;
         self.volume_manager.start(tasks);
-        self.runtime_state.set_network_state(None);
-        self.pod_config.start(tasks);
+        self.core.runtime_state.set_network_state(None);
+        self.sources.config.start(tasks);
 
-        let update = tokio::time::timeout(RUN_ONCE_MANIFEST_DELAY, self.updates.recv())
+        let update = tokio::time::timeout(RUN_ONCE_MANIFEST_DELAY, self.sources.updates.recv())
             .await
             .ok()
             .flatten()
@@ -124,13 +125,17 @@ impl Kubelet {
         let mut results = Vec::new();
         let mut admitted: Vec<Arc<Pod>> = Vec::new();
         for pod in &pods {
-            self.pod_manager.add_pod(pod.clone());
+            self.core.pod_manager.add_pod(pod.clone());
         }
         let mut running = Vec::new();
         for pod in pods {
-            let verdict = self.admission.can_admit_pod(&admitted, &pod).await;
+            let verdict = self
+                .lifecycle
+                .admission
+                .can_admit_pod(&admitted, &pod)
+                .await;
             if !verdict.admit {
-                self.status_manager.set_pod_status(
+                self.core.status_manager.set_pod_status(
                     &pod,
                     ApiPodStatus {
                         phase: Some(FAILED.into()),
@@ -163,7 +168,7 @@ impl Kubelet {
     fn result(&self, pod: Arc<Pod>, error: Option<String>) -> RunPodResult {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         RunPodResult {
-            status: self.status_manager.get_pod_status(&uid),
+            status: self.core.status_manager.get_pod_status(&uid),
             pod,
             error,
         }
@@ -172,6 +177,7 @@ impl Kubelet {
     async fn runtime_status(&self, pod: &Pod) -> Result<PodStatus, RunPodError> {
         let meta = &pod.metadata;
         self.runtime
+            .runtime
             .get_pod_status(
                 meta.uid.as_deref().unwrap_or_default(),
                 meta.name.as_deref().unwrap_or_default(),
@@ -193,12 +199,13 @@ impl Kubelet {
             if all_running(pod, &status) {
                 tracing::info!(pod = %format_pod(pod), "Pod's containers running");
                 // Record the running status the pod reached.
-                let api = self.syncer.generator.generate(pod, &status);
-                self.status_manager.set_pod_status(pod, api);
+                let api = self.lifecycle.syncer.generator.generate(pod, &status);
+                self.core.status_manager.set_pod_status(pod, api);
                 return Ok(());
             }
             tracing::info!(pod = %format_pod(pod), "Pod's containers not running: syncing");
             let terminal = self
+                .lifecycle
                 .syncer
                 .sync_pod(&cancel, SyncPodType::Update, pod, None, status)
                 .await

@@ -134,6 +134,22 @@ enum Input {
 }
 
 impl SyncLoop {
+    /// Start phase: spawns the loop over `inputs`; `keep_alive` lives as
+    /// long as the loop (the pod config, whose senders end the update
+    /// stream when dropped).
+    pub fn spawn<K: Send + 'static>(
+        self,
+        tasks: &crate::util::lifecycle::TaskSet,
+        inputs: SyncLoopInputs,
+        keep_alive: K,
+    ) {
+        let stop = tasks.token();
+        tasks.spawn("sync-loop", async move {
+            self.run(inputs, stop).await;
+            drop(keep_alive);
+        });
+    }
+
     /// Runs until `stop` fires or the config stream ends.
     pub async fn run(self, mut inputs: SyncLoopInputs, stop: CancellationToken) {
         tracing::info!("Starting kubelet main sync loop");

@@ -21,8 +21,7 @@ use tokio::sync::watch;
 
 use crate::app::server::KubeletServer;
 use crate::cadvisor::MachineInfoProvider;
-use crate::cm::{ContainerManager, PodContainerManager};
-use crate::cri::RuntimeServices;
+use crate::cm::PodContainerManager;
 use crate::kubelet::client::KubeClients;
 use crate::kubelet::config::SourcesReady;
 use crate::kubelet::config::apiserver::ApiserverSource;
@@ -37,7 +36,6 @@ use crate::kubelet::nodestatus::StatusSources;
 use crate::kubelet::nodestatus::sources::{CriRuntimeInfo, PressureSource, RuntimeInfo};
 use crate::kubelet::pod::{BasicMirrorClient, PodManager, delete_orphaned_mirror_pods};
 use crate::kubelet::pod_workers::PodWorkers;
-use crate::kubelet::runtime_state::RuntimeState;
 use crate::kubelet::status::StatusManager;
 use crate::kubelet::status::sync::{ReclaimChecks, StatusSyncer};
 use crate::kubelet::types::is_static_pod;
@@ -46,6 +44,7 @@ use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 use crate::volume::token_manager::TokenManager;
 
+use super::lifecycle::PodCore;
 use super::services::ServiceLister;
 
 /// How often static pods are checked for their mirror pods (Go does it in
@@ -200,19 +199,15 @@ impl ApiObjects {
 
 /// What node status and the status sync read from the rest of the kubelet.
 pub struct NodeInputs {
-    /// Capacity, allocatable and the container manager's status.
-    pub container_manager: Arc<dyn ContainerManager>,
     /// The pressure conditions (the eviction manager).
     pub pressure: Arc<dyn PressureSource>,
-    /// The kubelet's runtime state (the Ready condition).
-    pub runtime_state: Arc<RuntimeState>,
-    pub pod_manager: Arc<PodManager>,
-    pub pod_workers: PodWorkers,
+    /// The pod core: the runtime state (the Ready condition), the pod and
+    /// status managers, the pod workers, the clock.
+    pub core: PodCore,
     pub volume_manager: Arc<VolumeManager>,
     /// The pod cgroups (with cgroupsPerQOS).
     pub pod_container_manager: Option<Arc<dyn PodContainerManager>>,
     pub sources_ready: SourcesReady,
-    pub status_manager: Arc<StatusManager>,
 }
 
 /// The API-server parts built last: node status, the lease, the status
@@ -225,34 +220,33 @@ pub struct ApiNode {
 }
 
 impl ApiNode {
-    #[allow(clippy::too_many_arguments)]
-    pub fn build(
+    fn build(
         api: &ApiClients,
         objects: &ApiObjects,
-        server: &KubeletServer,
-        node_name: &str,
-        hostname: &str,
-        runtime_services: &RuntimeServices,
+        env: &super::Env,
         inputs: NodeInputs,
-        clock: Arc<dyn Clock>,
     ) -> Result<Self, ApiBuildError> {
+        let (server, node_name) = (env.server.as_ref(), env.node_name.as_str());
+        let runtime_services = &env.runtime_services;
+        let core = inputs.core;
+        let clock = core.clock.clone();
         let clients = &objects.clients;
         let runtime_info: Arc<dyn RuntimeInfo> = Arc::new(CriRuntimeInfo::new(
             runtime_services.runtime.clone(),
             runtime_services.image.clone(),
         ));
         let sources = StatusSources::new(
-            inputs.container_manager,
+            env.container_manager.clone(),
             api.machine_info.clone(),
             runtime_info,
-            inputs.runtime_state,
+            core.runtime_state.clone(),
             inputs.pressure,
             Arc::new(super::adapters::VolumesReport(
                 inputs.volume_manager.clone(),
             )),
             clock.clone(),
         );
-        let params = NodeStatusParams::from_server(server, node_name, hostname)?;
+        let params = NodeStatusParams::from_server(server, node_name, &env.hostname)?;
         let node_status = NodeStatusManager::new(
             params,
             NodeStatusDeps {
@@ -271,7 +265,7 @@ impl ApiNode {
             clock.clone(),
             Some(clients.heartbeat_failure_hook()),
         );
-        let workers = inputs.pod_workers.clone();
+        let workers = core.pod_workers.clone();
         let vm = inputs.volume_manager;
         let checks = ReclaimChecks {
             could_have_running_containers: Arc::new(move |uid| {
@@ -284,10 +278,10 @@ impl ApiNode {
             pod_cgroups: inputs.pod_container_manager,
             keep_terminated_pod_volumes: server.flags.keep_terminated_pod_volumes,
         };
-        let status_manager = inputs.status_manager;
+        let status_manager = core.status_manager.clone();
         let syncer = StatusSyncer::new(
             clients.main.clone(),
-            inputs.pod_manager.clone(),
+            core.pod_manager.clone(),
             Arc::new(checks),
             clock,
         )
@@ -299,8 +293,8 @@ impl ApiNode {
                 Some(objects.node.getter()),
             )),
             node: objects.node.getter(),
-            pod_manager: inputs.pod_manager,
-            pod_workers: inputs.pod_workers,
+            pod_manager: core.pod_manager.clone(),
+            pod_workers: core.pod_workers.clone(),
             sources_ready: inputs.sources_ready,
         };
         Ok(ApiNode {
@@ -314,24 +308,46 @@ impl ApiNode {
 
 /// The built API-server parts, for the start phase.
 pub struct ApiKubelet {
-    pub objects: ApiObjects,
-    pub node: ApiNode,
+    objects: ApiObjects,
+    node: ApiNode,
+    status_manager: Arc<StatusManager>,
 }
 
 impl ApiKubelet {
+    /// The parts built last (node status, lease, status sync, mirror
+    /// pods) over `objects`, built first.
+    pub fn build(
+        api: ApiClients,
+        objects: ApiObjects,
+        env: &super::Env,
+        inputs: NodeInputs,
+    ) -> Result<Self, ApiBuildError> {
+        let status_manager = inputs.core.status_manager.clone();
+        let node = ApiNode::build(&api, &objects, env, inputs)?;
+        Ok(ApiKubelet {
+            objects,
+            node,
+            status_manager,
+        })
+    }
+
     /// Start phase (Kubelet.Run's API-server part): the clients' watchers,
     /// node status (whose watch feeds the Node channel), the lease, the
     /// status sync over `status_manager`, the object managers, the token
     /// cache and the mirror pods.
-    pub fn start(self, tasks: &TaskSet, status_manager: &StatusManager) {
-        let ApiKubelet { objects, node } = self;
+    pub fn start(self, tasks: &TaskSet) {
+        let ApiKubelet {
+            objects,
+            node,
+            status_manager,
+        } = self;
         objects.clients.start(tasks);
         node.node_status.start(tasks);
         objects
             .node
             .follow(tasks, node.node_status.node_lister().subscribe());
         node.lease.start(tasks);
-        node.syncer.start_with(status_manager, tasks);
+        node.syncer.start_with(&status_manager, tasks);
         objects.objects.start(tasks);
         objects.services.start(tasks);
         objects.tokens.start(tasks);

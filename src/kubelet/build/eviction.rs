@@ -115,38 +115,23 @@ impl crate::kubelet::server::resource_metrics::ResourceUsageSource for KubeletRe
     }
 }
 
-/// What the eviction manager is built from.
-pub(super) struct EvictionInputs<'a> {
-    pub server: &'a crate::app::server::KubeletServer,
-    pub node_name: &'a str,
-    pub pod_logs_root: &'a Path,
-    pub container_manager: &'a dyn crate::cm::ContainerManager,
-    pub runtime_services: &'a RuntimeServices,
-    pub runtime: &'a Arc<dyn crate::kubelet::container::Runtime>,
-    pub image_gc: &'a Arc<crate::kubelet::images::ImageGcManager>,
-    pub gc_policy: crate::kubelet::container::GcPolicy,
-    pub pod_manager: &'a Arc<crate::kubelet::pod::PodManager>,
-    pub pod_workers: &'a PodWorkers,
-    pub status_manager: &'a Arc<crate::kubelet::status::StatusManager>,
-    pub sources_ready: &'a crate::kubelet::config::SourcesReady,
-    pub events: &'a Arc<dyn crate::kubelet::events::EventRecorder>,
-    pub clock: &'a Arc<dyn crate::util::clock::Clock>,
-}
-
 /// The stats provider of this host and the eviction manager over it,
 /// killing through the pod workers.
 pub(super) async fn build(
-    i: EvictionInputs<'_>,
+    env: &super::Env,
+    runtime: &super::runtime::RuntimeParts,
+    core: &super::lifecycle::PodCore,
+    sources: &super::sources::PodSources,
 ) -> Result<(Arc<NodeStatsProvider>, Arc<EvictionManager>), super::BuildError> {
     use super::BuildError;
-    let c = &i.server.config;
+    let c = &env.server.config;
     let stats = stats_provider(
-        i.node_name,
-        Path::new(&i.server.flags.root_directory),
-        i.pod_logs_root,
-        &i.container_manager.get_pod_cgroup_root(),
+        &env.node_name,
+        Path::new(&env.server.flags.root_directory),
+        &env.pod_logs_root,
+        &env.container_manager.get_pod_cgroup_root(),
         c.cgroup_driver == "systemd",
-        i.runtime_services,
+        &env.runtime_services,
     )
     .await
     .map_err(|e| BuildError::Eviction(e.to_string()))?;
@@ -163,28 +148,28 @@ pub(super) async fn build(
     }
     let active_pods = {
         let (pm, workers, status) = (
-            i.pod_manager.clone(),
-            i.pod_workers.clone(),
-            i.status_manager.clone(),
+            core.pod_manager.clone(),
+            core.pod_workers.clone(),
+            core.status_manager.clone(),
         );
         Arc::new(move || crate::kubelet::sync_loop::active_pods(&pm, &workers, &status))
     };
-    let cleaned = i.pod_workers.clone();
-    let gc_ready = i.sources_ready.clone();
+    let cleaned = core.pod_workers.clone();
+    let gc_ready = sources.ready.clone();
     let manager = EvictionManager::new(
         config,
         EvictionDeps {
             stats: stats.clone(),
-            killer: Arc::new(WorkersPodKiller(i.pod_workers.clone())),
-            image_gc: i.image_gc.clone(),
+            killer: Arc::new(WorkersPodKiller(core.pod_workers.clone())),
+            image_gc: runtime.image_gc.clone(),
             container_gc: Arc::new(RuntimeContainerGc::new(
-                i.runtime.clone(),
-                i.gc_policy,
+                runtime.runtime.clone(),
+                runtime.container_gc_policy,
                 Arc::new(move || gc_ready.all_ready()),
             )),
-            recorder: i.events.clone(),
-            node_ref: super::node_ref(i.node_name),
-            clock: i.clock.clone(),
+            recorder: env.events.clone(),
+            node_ref: super::node_ref(&env.node_name),
+            clock: core.clock.clone(),
             active_pods,
             pod_cleaned_up: Arc::new(move |pod: &Pod| {
                 !cleaned

@@ -3,41 +3,38 @@
 //! cgroups), then the CRI runtime manager with its image manager and crash
 //! back-off, the PLEG over it, image GC and the container GC policy.
 
-use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::adapters::NodeResources;
 use super::api::ApiObjects;
-use super::{BuildError, NodeIps, node_ref, runtime_settings};
+use super::lifecycle::PodCore;
+use super::node::NodeIps;
+use super::{BuildError, Env, node_ref};
 use crate::app::server::KubeletServer;
 use crate::cm::{ContainerManager, PodContainerManager};
-use crate::cri::RuntimeServices;
-use crate::kubelet::container::{GcPolicy, PodCache, Runtime};
-use crate::kubelet::events::EventRecorder;
+use crate::features;
+use crate::kubelet::container::{GcPolicy, Runtime};
 use crate::kubelet::images::{
     CriImageFsStats, IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, ImageGcManager, ImageGcPolicy,
     ImageManager, PullSettings, RuntimeImageService, TokenBucket,
 };
 use crate::kubelet::kuberuntime::manager::{CRASH_BACKOFF_INITIAL, CRASH_BACKOFF_MAX};
 use crate::kubelet::kuberuntime::{
-    KubeGenericRuntimeManager, RuntimeManagerConfig, RuntimeManagerDeps,
+    KubeGenericRuntimeManager, RuntimeManagerConfig, RuntimeManagerDeps, RuntimeSettings,
 };
 use crate::kubelet::network::dns::DnsConfigurer;
 use crate::kubelet::pleg::{EventStream, GenericPleg, event_stream};
 use crate::kubelet::pod_sync::PodVolumes;
-use crate::kubelet::pod_workers::{PodEventRecorder, PodWorkers};
+use crate::kubelet::pod_workers::PodEventRecorder;
 use crate::kubelet::prober::ProberManager;
 use crate::kubelet::runtime_helper::{KubeletRuntimeHelper, RuntimeHelperConfig};
 use crate::util::backoff::Backoff;
-use crate::util::clock::Clock;
 use crate::util::pod_dirs::PodDirs;
 
 /// What the runtime helper is built from.
 pub(super) struct HelperInputs<'a> {
-    pub server: &'a KubeletServer,
-    pub dirs: &'a PodDirs,
-    pub node_ips: &'a [IpAddr],
+    pub env: &'a Env,
     pub host_ips: &'a NodeIps,
     pub node_resources: &'a Arc<NodeResources>,
     pub node_hosts_file: PathBuf,
@@ -45,32 +42,30 @@ pub(super) struct HelperInputs<'a> {
     pub volumes: &'a Arc<dyn PodVolumes>,
     pub pod_container_manager: &'a Arc<dyn PodContainerManager>,
     pub recorder: &'a Arc<dyn PodEventRecorder>,
-    /// Where events about the node go.
-    pub node_events: &'a Arc<dyn EventRecorder>,
-    pub node_name: &'a str,
     pub api: Option<&'a ApiObjects>,
 }
 
 /// The runtime helper.
 pub(super) fn runtime_helper(i: HelperInputs<'_>) -> Arc<KubeletRuntimeHelper> {
-    let c = &i.server.config;
+    let env = i.env;
+    let c = &env.server.config;
     let resources = i.node_resources.clone();
     Arc::new(KubeletRuntimeHelper {
         config: RuntimeHelperConfig {
-            root_dir: i.dirs.root_dir().to_path_buf(),
+            root_dir: env.dirs.root_dir().to_path_buf(),
             cluster_domain: c.cluster_domain.clone(),
-            node_ips: i.node_ips.to_vec(),
+            node_ips: env.node_ips.clone(),
             host_ips: i.host_ips.strings(),
             node_allocatable: Arc::new(move || resources.api()),
-            master_service_namespace: i.server.flags.master_service_namespace.clone(),
+            master_service_namespace: env.server.flags.master_service_namespace.clone(),
             node_hosts_file: i.node_hosts_file,
         },
         dns: i.dns.clone(),
         volumes: i.volumes.clone(),
         pod_container_manager: i.pod_container_manager.clone(),
         recorder: i.recorder.clone(),
-        node_events: i.node_events.clone(),
-        node_ref: node_ref(i.node_name),
+        node_events: env.events.clone(),
+        node_ref: node_ref(&env.node_name),
         config_maps: i.api.map(|a| {
             a.objects.config_maps.clone() as Arc<dyn crate::kubelet::envvars::ConfigMapGetter>
         }),
@@ -84,27 +79,11 @@ pub(super) fn runtime_helper(i: HelperInputs<'_>) -> Arc<KubeletRuntimeHelper> {
     })
 }
 
-/// What the runtime manager, the PLEG and image GC are built from.
-pub(super) struct RuntimeInputs<'a> {
-    pub server: &'a KubeletServer,
-    pub dirs: &'a PodDirs,
-    pub container_manager: &'a dyn ContainerManager,
-    pub runtime_services: &'a RuntimeServices,
-    pub helper: Arc<KubeletRuntimeHelper>,
-    /// What runs (the pod workers' handle).
-    pub pod_state: PodWorkers,
-    pub prober: &'a ProberManager,
-    pub events: &'a Arc<dyn EventRecorder>,
-    pub pod_cache: &'a Arc<PodCache>,
-    pub pod_logs_root: &'a Path,
-    pub container_logs_dir: &'a Option<PathBuf>,
-    pub node_name: &'a str,
-    pub clock: &'a Arc<dyn Clock>,
-}
-
 /// The built runtime parts.
-pub(super) struct RuntimeParts {
+pub struct RuntimeParts {
     pub runtime: Arc<dyn Runtime>,
+    /// The CRI runtime service itself (container logs, streaming).
+    pub runtime_service: Arc<dyn crate::cri::RuntimeService>,
     pub pleg: Arc<GenericPleg>,
     pub pleg_events: EventStream,
     pub image_gc: Arc<ImageGcManager>,
@@ -114,20 +93,26 @@ pub(super) struct RuntimeParts {
 
 /// The runtime manager (asks the runtime for its version: build phase may
 /// wait for it), the PLEG and image GC.
-pub(super) async fn build(i: RuntimeInputs<'_>) -> Result<RuntimeParts, BuildError> {
-    let (c, clock) = (&i.server.config, i.clock);
+pub(super) async fn build(
+    env: &Env,
+    core: &PodCore,
+    prober: &ProberManager,
+    helper: Arc<KubeletRuntimeHelper>,
+) -> Result<RuntimeParts, BuildError> {
+    let clock = &core.clock;
+    let c = &env.server.config;
     let limiter = TokenBucket::new(
         f64::from(c.registry_pull_qps),
         c.registry_burst.max(0) as u32,
         clock.clone(),
     );
     let image_service = Arc::new(RuntimeImageService::new(
-        i.runtime_services.image.clone(),
+        env.runtime_services.image.clone(),
         limiter,
     ));
     let image_manager = Arc::new(ImageManager::new(
         image_service.clone(),
-        i.events.clone(),
+        env.events.clone(),
         Arc::new(Backoff::new(
             IMAGE_BACKOFF_INITIAL,
             IMAGE_BACKOFF_MAX,
@@ -145,21 +130,21 @@ pub(super) async fn build(i: RuntimeInputs<'_>) -> Result<RuntimeParts, BuildErr
     ));
     let manager = KubeGenericRuntimeManager::new(
         RuntimeManagerConfig {
-            settings: runtime_settings(i.server, i.container_manager, i.dirs),
+            settings: runtime_settings(&env.server, env.container_manager.as_ref(), &env.dirs),
             cluster_domain: c.cluster_domain.clone(),
             runtime_class_handlers: None,
-            pod_logs_root: i.pod_logs_root.to_path_buf(),
-            legacy_log_symlinks_dir: i.container_logs_dir.clone(),
+            pod_logs_root: env.pod_logs_root.clone(),
+            legacy_log_symlinks_dir: env.container_logs_dir.clone(),
         },
         RuntimeManagerDeps {
-            runtime_service: i.runtime_services.runtime.clone(),
+            runtime_service: env.runtime_services.runtime.clone(),
             image_service: image_service.clone(),
             image_manager,
-            helper: i.helper,
-            pod_state: Arc::new(i.pod_state),
-            liveness: i.prober.liveness_results(),
-            startup: i.prober.startup_results(),
-            recorder: i.events.clone(),
+            helper,
+            pod_state: Arc::new(core.pod_workers.clone()),
+            liveness: prober.liveness_results(),
+            startup: prober.startup_results(),
+            recorder: env.events.clone(),
             crash_backoff: crash_backoff.clone(),
             clock: clock.clone(),
         },
@@ -170,7 +155,7 @@ pub(super) async fn build(i: RuntimeInputs<'_>) -> Result<RuntimeParts, BuildErr
     let (pleg_tx, pleg_events) = event_stream();
     let pleg = Arc::new(GenericPleg::new(
         runtime.clone(),
-        i.pod_cache.clone(),
+        core.pod_cache.clone(),
         pleg_tx,
         clock.clone(),
     ));
@@ -178,30 +163,63 @@ pub(super) async fn build(i: RuntimeInputs<'_>) -> Result<RuntimeParts, BuildErr
         ImageGcManager::new(
             runtime.clone(),
             image_service,
-            Arc::new(CriImageFsStats::new(i.runtime_services.image.clone())),
-            i.events.clone(),
-            node_ref(i.node_name),
+            Arc::new(CriImageFsStats::new(env.runtime_services.image.clone())),
+            env.events.clone(),
+            node_ref(&env.node_name),
             ImageGcPolicy {
                 high_threshold_percent: c.image_gc_high_threshold_percent,
                 low_threshold_percent: c.image_gc_low_threshold_percent,
                 min_age: c.image_minimum_gc_age.to_std(),
             },
-            i.server.flags.pod_infra_container_image.clone(),
+            env.server.flags.pod_infra_container_image.clone(),
             clock.clone(),
         )
         .map_err(|e| BuildError::ImageGc(e.to_string()))?,
     );
     let container_gc_policy = GcPolicy {
-        min_age: i.server.flags.minimum_gc_age.to_std(),
-        max_per_pod_container: i.server.flags.max_per_pod_container_count,
-        max_containers: i.server.flags.max_container_count,
+        min_age: env.server.flags.minimum_gc_age.to_std(),
+        max_per_pod_container: env.server.flags.max_per_pod_container_count,
+        max_containers: env.server.flags.max_container_count,
     };
+    let pleg_health = pleg.clone();
+    core.runtime_state.add_health_check(
+        "PLEG",
+        Arc::new(move || pleg_health.healthy().map_err(|e| e.to_string())),
+    );
     Ok(RuntimeParts {
         runtime,
+        runtime_service: env.runtime_services.runtime.clone(),
         pleg,
         pleg_events,
         image_gc,
         container_gc_policy,
         crash_backoff,
     })
+}
+
+/// The runtime manager's settings from the configuration and the host.
+fn runtime_settings(
+    server: &KubeletServer,
+    cm: &dyn ContainerManager,
+    dirs: &PodDirs,
+) -> RuntimeSettings {
+    let c = &server.config;
+    let gate = &server.feature_gate;
+    let period_us = if gate.enabled(features::CPU_CFS_QUOTA_PERIOD) {
+        c.cpu_cfs_quota_period.to_std().as_micros() as i64
+    } else {
+        crate::kubelet::kuberuntime::settings::DEFAULT_CPU_CFS_QUOTA_PERIOD_US
+    };
+    let machine = cm.machine_info();
+    RuntimeSettings {
+        cpu_cfs_quota: c.cpu_cfs_quota,
+        cpu_cfs_quota_period_us: period_us,
+        seccomp_profile_root: dirs.root_dir().join("seccomp"),
+        seccomp_default: server.seccomp_default() && gate.enabled(features::SECCOMP_DEFAULT),
+        memory_capacity: machine.memory_capacity as i64,
+        hugepage_sizes: crate::cm::resources::host_hugepage_sizes(std::path::Path::new(
+            "/sys/kernel/mm/hugepages",
+        )),
+        selinux_enabled: std::path::Path::new("/sys/fs/selinux/enforce").exists(),
+    }
 }

@@ -7,11 +7,9 @@ use std::sync::Arc;
 
 use super::adapters::NodeResources;
 use super::api::ApiObjects;
-use crate::kubelet::config::SourcesReady;
-use crate::kubelet::pod::PodManager;
-use crate::kubelet::pod_workers::PodWorkers;
+use super::lifecycle::PodCore;
+use super::sources::PodSources;
 use crate::kubelet::volumemanager::{VolumeManager, VolumeManagerDeps};
-use crate::util::clock::Clock;
 use crate::util::pod_dirs::PodDirs;
 use crate::volume::util::mount::SystemMounter;
 use crate::volume::{PluginManager, VolumeHost};
@@ -21,11 +19,10 @@ pub fn volume_manager(
     dirs: &PodDirs,
     node_resources: &Arc<NodeResources>,
     api: Option<&ApiObjects>,
-    pod_manager: &Arc<PodManager>,
-    pod_workers: &PodWorkers,
-    sources_ready: &SourcesReady,
-    clock: &Arc<dyn Clock>,
+    core: &PodCore,
+    sources: &PodSources,
 ) -> Arc<VolumeManager> {
+    let clock = &core.clock;
     let mut host = VolumeHost::new(
         dirs.clone(),
         Arc::new(SystemMounter),
@@ -40,9 +37,9 @@ pub fn volume_manager(
     }
     Arc::new(VolumeManager::new(VolumeManagerDeps {
         plugins: Arc::new(PluginManager::new(Arc::new(host))),
-        pods: pod_manager.clone(),
-        pod_state: Arc::new(pod_workers.clone()),
-        sources_ready: Arc::new(sources_ready.clone()),
+        pods: core.pod_manager.clone(),
+        pod_state: Arc::new(core.pod_workers.clone()),
+        sources_ready: Arc::new(sources.ready.clone()),
         clock: clock.clone(),
     }))
 }

@@ -421,24 +421,53 @@ pub struct Stack {
     pub runtime_state: Arc<super::runtime_state::RuntimeState>,
     pub syncer: Arc<crate::kubelet::pod_sync::PodSyncer>,
     pub workers: crate::kubelet::pod_workers::PodWorkers,
-    /// The workers' start half (taken by [`Stack::start_workers`]).
-    pub workers_start: Option<crate::kubelet::pod_workers::PodWorkersStart>,
-    pub work_queue: Arc<crate::kubelet::pod_workers::WorkQueue>,
-    pub deadline: Arc<crate::kubelet::status::ActiveDeadline>,
     pub housekeeping: Arc<crate::kubelet::housekeeping::Housekeeping>,
+    /// The composed lifecycle until [`Stack::start_workers`].
+    lifecycle: Option<crate::kubelet::build::lifecycle::Lifecycle>,
+    /// The sync loop, once the workers started.
+    pub sync_loop: Option<super::SyncLoop>,
     pub root: tempfile::TempDir,
 }
 
+/// A node with room for 110 pods, 2 CPUs and 1 GiB.
+pub fn admission_node(max_pods: i64) -> super::fit::AdmissionNode {
+    use crate::util::quantity::Quantity;
+    super::fit::AdmissionNode {
+        name: "node".into(),
+        labels: Default::default(),
+        taints: vec![],
+        allocatable: [
+            ("pods".to_string(), Quantity::from_decimal(max_pods)),
+            ("cpu".to_string(), Quantity::from_decimal(2)),
+            ("memory".to_string(), Quantity::from_binary(1 << 30)),
+        ]
+        .into(),
+    }
+}
+
 impl Stack {
-    /// Starts the pod workers over the stack's syncer.
+    /// Starts the pod workers over the stack's syncer (and the container
+    /// deletor); the sync loop is then in [`Stack::sync_loop`].
     pub fn start_workers(&mut self, tasks: &crate::util::lifecycle::TaskSet) {
-        if let Some(start) = self.workers_start.take() {
-            start.start(tasks, self.syncer.clone());
+        if let Some(lifecycle) = self.lifecycle.take() {
+            self.sync_loop = Some(lifecycle.start_workers(tasks));
         }
     }
 
     pub fn new(apparmor: bool) -> Stack {
-        use crate::kubelet::status::*;
+        let (config, _) =
+            crate::kubelet::config::PodConfig::new(Arc::new(crate::util::clock::RealClock));
+        Stack::with(apparmor, admission_node(110), config.sources_ready())
+    }
+
+    /// The kubelet's own lifecycle composition over fakes at the outer
+    /// seams: runtime, cgroups, volumes, probes, events.
+    pub fn with(
+        apparmor: bool,
+        node: super::fit::AdmissionNode,
+        sources_ready: crate::kubelet::config::SourcesReady,
+    ) -> Stack {
+        use crate::kubelet::build::lifecycle::{PodCore, Seams, Settings, compose};
         use crate::util::clock::{Clock, RealClock};
         let clock: Arc<dyn Clock> = Arc::new(RealClock);
         let runtime = Arc::new(FakeRuntime::default());
@@ -448,62 +477,34 @@ impl Stack {
         let probes = Arc::new(FakeProbes::default());
         let events = Arc::new(Events::default());
         let pod_manager = Arc::new(crate::kubelet::pod::PodManager::new());
-        let status_manager = Arc::new(StatusManager::new(pod_manager.clone(), clock.clone()));
-        let reasons = Arc::new(ReasonCache::new());
-        let deadline = Arc::new(ActiveDeadline::new(
-            status_manager.clone(),
-            clock.clone(),
-            None,
-        ));
-        let generator = Arc::new(StatusGenerator {
-            status_manager: status_manager.clone(),
-            reasons: reasons.clone(),
-            probes: probes.clone(),
-            deadline: deadline.clone(),
-            node_ips: vec![],
-            host_ips: None,
-        });
-        let runtime_state = Arc::new(super::runtime_state::RuntimeState::new(clock.clone()));
-        runtime_state.set_network_state(None);
-        runtime_state.set_runtime_sync();
+        let (core, workers_start) =
+            PodCore::new(pod_manager, events.clone(), clock, Default::default());
+        core.runtime_state.set_network_state(None);
+        core.runtime_state.set_runtime_sync();
         let root = tempfile::tempdir().unwrap();
-        let syncer = Arc::new(crate::kubelet::pod_sync::PodSyncer {
+        let seams = Seams {
             runtime: runtime.clone(),
-            status_manager: status_manager.clone(),
-            generator: generator.clone(),
-            reasons: reasons.clone(),
-            runtime_state: runtime_state.clone(),
             container_manager: cm.clone(),
             pod_container_manager: pcm.clone(),
-            cgroups_per_qos: true,
             volumes: volumes.clone(),
             probes: probes.clone(),
             secrets: Arc::new(crate::kubelet::pod_sync::NoSecretManager),
-            recorder: events.clone(),
             soft_admission: Arc::new(super::admission::SoftAdmission::with_apparmor(apparmor)),
+            admission_node: Arc::new(move || node.clone()),
+            eviction_admit: None,
+            backoff_gc: None,
+            sources_ready,
+        };
+        let settings = Settings {
             dirs: crate::kubelet::pod_dirs::PodDirs::new(root.path()),
-        });
-        let cache = Arc::new(crate::kubelet::container::PodCache::new());
-        let work_queue = Arc::new(crate::kubelet::pod_workers::WorkQueue::new(clock.clone()));
-        let (workers, workers_start) = crate::kubelet::pod_workers::PodWorkers::new(
-            cache.clone(),
-            work_queue.clone(),
-            events.clone(),
-            clock,
-            Default::default(),
-        );
-        let housekeeping = Arc::new(crate::kubelet::housekeeping::Housekeeping {
-            pod_manager: pod_manager.clone(),
-            pod_workers: workers.clone(),
-            status_manager: status_manager.clone(),
-            probes: probes.clone(),
-            runtime: runtime.clone(),
-            volumes: volumes.clone(),
-            pod_container_manager: pcm.clone(),
             cgroups_per_qos: true,
             keep_terminated_pod_volumes: false,
-            backoff_gc: None,
-        });
+            allowed_unsafe_sysctls: vec![],
+            max_per_pod_container: 1,
+            node_ips: vec![],
+            host_ips: None,
+        };
+        let lifecycle = compose(&core, workers_start, seams, settings);
         Stack {
             runtime,
             pcm,
@@ -511,16 +512,15 @@ impl Stack {
             volumes,
             probes,
             events,
-            pod_manager,
-            status_manager,
-            cache,
-            runtime_state,
-            syncer,
-            workers,
-            workers_start: Some(workers_start),
-            work_queue,
-            deadline,
-            housekeeping,
+            pod_manager: core.pod_manager.clone(),
+            status_manager: core.status_manager.clone(),
+            cache: core.pod_cache.clone(),
+            runtime_state: core.runtime_state.clone(),
+            syncer: lifecycle.syncer.clone(),
+            workers: core.pod_workers.clone(),
+            housekeeping: lifecycle.housekeeping.clone(),
+            lifecycle: Some(lifecycle),
+            sync_loop: None,
             root,
         }
     }

@@ -7,10 +7,7 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::mpsc;
 
-use super::admission::{Admission, SysctlAllowlist};
-use super::container_deletor::ContainerDeletor;
-use super::fit::AdmissionNode;
-use super::testing::{Stack, container, eventually, static_pod};
+use super::testing::{Stack, admission_node, container, eventually, static_pod};
 use super::*;
 use crate::kubelet::config::{PodConfig, SourceSender};
 use crate::kubelet::container::{ContainerId, ContainerState};
@@ -19,7 +16,6 @@ use crate::kubelet::pleg::events::EventSender;
 use crate::kubelet::prober::results::{ProbeResult, ResultUpdate};
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::TaskSet;
-use crate::util::quantity::Quantity;
 
 struct Loop {
     stack: Stack,
@@ -32,61 +28,24 @@ struct Loop {
     _config: PodConfig,
 }
 
-fn node(max_pods: i64) -> AdmissionNode {
-    AdmissionNode {
-        name: "node".into(),
-        labels: Default::default(),
-        taints: vec![],
-        allocatable: [
-            ("pods".to_string(), Quantity::from_decimal(max_pods)),
-            ("cpu".to_string(), Quantity::from_decimal(2)),
-            ("memory".to_string(), Quantity::from_binary(1 << 30)),
-        ]
-        .into(),
-    }
-}
-
 async fn start(max_pods: i64, runtime_ready: bool) -> Loop {
-    let mut stack = Stack::new(true);
+    let (config, updates) = PodConfig::new(Arc::new(RealClock));
+    let file = config.channel("file");
+    let mut stack = Stack::with(true, admission_node(max_pods), config.sources_ready());
     if !runtime_ready {
         stack
             .runtime_state
             .set_runtime_state(Some("container runtime not ready: <nil>".into()));
     }
-    let (config, updates) = PodConfig::new(Arc::new(RealClock));
-    let file = config.channel("file");
     let (pleg, pleg_events) = event_stream();
     let (liveness, liveness_rx) = mpsc::unbounded_channel();
     let (readiness, readiness_rx) = mpsc::unbounded_channel();
     let (_startup, startup_rx) = mpsc::unbounded_channel();
-    let (deletor, deletor_task) = ContainerDeletor::new(stack.runtime.clone(), 1);
     let tasks = TaskSet::new();
     stack.start_workers(&tasks);
     stack.start_fake_pleg(&tasks, Some(pleg.clone()));
-    deletor_task.start(&tasks);
-    let monitor = SyncLoopMonitor::default();
-    let node_info = node(max_pods);
-    let sync_loop = SyncLoop {
-        pod_manager: stack.pod_manager.clone(),
-        pod_workers: stack.workers.clone(),
-        status_manager: stack.status_manager.clone(),
-        work_queue: stack.work_queue.clone(),
-        deadline: stack.deadline.clone(),
-        sources_ready: config.sources_ready(),
-        admission: Arc::new(Admission {
-            eviction: None,
-            node: Arc::new(move || node_info.clone()),
-            sysctls: SysctlAllowlist::new(&[]),
-            preempt: None,
-        }),
-        recorder: stack.events.clone(),
-        runtime_state: stack.runtime_state.clone(),
-        housekeeping: stack.housekeeping.clone(),
-        container_deletor: deletor,
-        pod_cache: stack.cache.clone(),
-        monitor: monitor.clone(),
-        clock: Arc::new(RealClock),
-    };
+    let sync_loop = stack.sync_loop.take().expect("workers started");
+    let monitor = sync_loop.monitor.clone();
     let inputs = SyncLoopInputs {
         updates,
         pleg: pleg_events,
@@ -96,8 +55,7 @@ async fn start(max_pods: i64, runtime_ready: bool) -> Loop {
             startup: startup_rx,
         },
     };
-    let stop = tasks.token();
-    tasks.spawn("sync-loop", sync_loop.run(inputs, stop));
+    sync_loop.spawn(&tasks, inputs, ());
     Loop {
         stack,
         file,
