@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::cm::{CgroupName, PodContainerManager};
 use crate::kubelet::container::{Runtime, format_pod};
 use crate::kubelet::pod::PodManager;
-use crate::kubelet::pod_sync::{PodVolumes, ProbeManager};
+use crate::kubelet::pod_sync::{MirrorPods, PodVolumes, ProbeManager};
 use crate::kubelet::pod_workers::{KillPodOptions, PodWorkerState, PodWorkers, UpdatePodOptions};
 use crate::kubelet::status::StatusManager;
 use crate::kubelet::sync_loop::{filter_out_inactive_pods, is_admitted_pod_terminal};
@@ -40,6 +40,8 @@ pub struct Housekeeping {
     pub cgroups_per_qos: bool,
     pub keep_terminated_pod_volumes: bool,
     pub backoff_gc: Option<BackoffGcFn>,
+    /// Mirror pods of static pods (API server mode).
+    pub mirror_pods: Option<Arc<dyn MirrorPods>>,
 }
 
 /// What one housekeeping pass did, for logs and tests.
@@ -170,6 +172,17 @@ impl Housekeeping {
             .await
         {
             tracing::error!(err = %e, "Failed cleaning up orphaned pod directories");
+        }
+
+        if let Some(mirrors) = &self.mirror_pods {
+            crate::vlog!(3, "Clean up orphaned mirror pods");
+            let workers = self.pod_workers.clone();
+            let terminating = move |full_name: &str| {
+                workers.is_pod_for_mirror_pod_terminating_by_full_name(full_name)
+            };
+            mirrors
+                .delete_orphaned(&self.pod_manager, &terminating)
+                .await;
         }
 
         if self.cgroups_per_qos {

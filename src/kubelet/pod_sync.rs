@@ -13,6 +13,7 @@
 //! - terminated: record the final status, wait for volumes to be unmounted,
 //!   remove the pod cgroup, mark the status final.
 
+mod mirror;
 mod seams;
 #[cfg(test)]
 mod tests;
@@ -38,7 +39,8 @@ use crate::kubelet::runtime_state::{self, RuntimeState};
 use crate::kubelet::status::generate::is_terminal_phase;
 use crate::kubelet::status::{ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::sync_loop::admission::SoftAdmission;
-use crate::kubelet::types::SyncPodType;
+use crate::kubelet::types::{SyncPodType, is_static_pod};
+pub use mirror::MirrorPods;
 pub use seams::{NoSecretManager, PodVolumes, ProbeManager, PullSecrets};
 
 /// Reasons of start failures that are back-offs: shown in status, not
@@ -59,6 +61,8 @@ pub struct PodSyncer {
     pub volumes: Arc<dyn PodVolumes>,
     pub probes: Arc<dyn ProbeManager>,
     pub secrets: Arc<dyn PullSecrets>,
+    /// Mirror pods of static pods (API server mode).
+    pub mirror_pods: Option<Arc<dyn MirrorPods>>,
     pub recorder: Arc<dyn PodEventRecorder>,
     pub soft_admission: Arc<SoftAdmission>,
     /// The layout under `--root-dir`.
@@ -178,7 +182,7 @@ impl PodSyncHandler for PodSyncer {
         cancel: &CancellationToken,
         update_type: SyncPodType,
         pod: &Arc<Pod>,
-        _mirror_pod: Option<&Arc<Pod>>,
+        mirror_pod: Option<&Arc<Pod>>,
         mut status: PodStatus,
     ) -> Result<bool, PodSyncError> {
         crate::vlog!(4, pod = %format_pod(pod), update_type = %update_type, "syncPod enter");
@@ -256,6 +260,12 @@ impl PodSyncHandler for PodSyncer {
 
         if self.cgroups_per_qos && !cancel.is_cancelled() {
             self.ensure_pod_cgroup(pod, &status, api_running).await?;
+        }
+
+        if let Some(mirrors) = &self.mirror_pods
+            && is_static_pod(pod)
+        {
+            mirrors.sync(pod, mirror_pod.map(|m| m.as_ref())).await;
         }
 
         if let Err(e) = make_pod_data_dirs(&self.dirs, Self::uid(pod)).await {

@@ -14,16 +14,14 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use tokio::sync::watch;
 
 use crate::app::server::KubeletServer;
 use crate::cadvisor::MachineInfoProvider;
 use crate::cm::PodContainerManager;
 use crate::kubelet::client::KubeClients;
-use crate::kubelet::config::SourcesReady;
 use crate::kubelet::config::apiserver::ApiserverSource;
 use crate::kubelet::configmap::ObjectManagers;
 use crate::kubelet::events::EventRecorder;
@@ -34,11 +32,12 @@ use crate::kubelet::node_status::{
 use crate::kubelet::nodelease::LeaseController;
 use crate::kubelet::nodestatus::StatusSources;
 use crate::kubelet::nodestatus::sources::{CriRuntimeInfo, PressureSource, RuntimeInfo};
-use crate::kubelet::pod::{BasicMirrorClient, PodManager, delete_orphaned_mirror_pods};
-use crate::kubelet::pod_workers::PodWorkers;
+use crate::kubelet::pod::{
+    BasicMirrorClient, PodManager, delete_orphaned_mirror_pods, sync_mirror_pod,
+};
+use crate::kubelet::pod_sync::MirrorPods;
 use crate::kubelet::status::StatusManager;
 use crate::kubelet::status::sync::{ReclaimChecks, StatusSyncer};
-use crate::kubelet::types::is_static_pod;
 use crate::kubelet::volumemanager::VolumeManager;
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
@@ -46,10 +45,6 @@ use crate::volume::token_manager::TokenManager;
 
 use super::lifecycle::PodCore;
 use super::services::ServiceLister;
-
-/// How often static pods are checked for their mirror pods (Go does it in
-/// every pod sync and in housekeeping, every 2 s).
-pub const MIRROR_POD_PERIOD: Duration = Duration::from_secs(1);
 
 /// What run() hands NewMainKubelet in API-server mode.
 #[derive(Clone)]
@@ -154,6 +149,8 @@ pub struct ApiObjects {
     pub objects: ObjectManagers,
     pub tokens: Arc<TokenManager>,
     pub services: ServiceLister,
+    /// Mirror pods through the API server, for pod sync and housekeeping.
+    pub mirror_pods: Arc<dyn MirrorPods>,
 }
 
 impl ApiObjects {
@@ -176,12 +173,17 @@ impl ApiObjects {
         .map_err(|e| ApiBuildError::Objects(e.to_string()))?;
         let tokens = crate::kubelet::token::new_token_manager(clients.main.clone(), clock);
         let services = ServiceLister::new(clients.main.clone());
+        let mirror_pods = Arc::new(ApiMirrorPods {
+            client: BasicMirrorClient::new(clients.main.clone(), node_name, Some(node.getter())),
+            node: node.getter(),
+        });
         Ok(ApiObjects {
             clients,
             node,
             objects,
             tokens,
             services,
+            mirror_pods,
         })
     }
 
@@ -207,7 +209,6 @@ pub struct NodeInputs {
     pub volume_manager: Arc<VolumeManager>,
     /// The pod cgroups (with cgroupsPerQOS).
     pub pod_container_manager: Option<Arc<dyn PodContainerManager>>,
-    pub sources_ready: SourcesReady,
 }
 
 /// The API-server parts built last: node status, the lease, the status
@@ -216,7 +217,6 @@ pub struct ApiNode {
     node_status: Arc<NodeStatusManager>,
     lease: Arc<LeaseController>,
     syncer: StatusSyncer,
-    mirror: MirrorPods,
 }
 
 impl ApiNode {
@@ -286,22 +286,10 @@ impl ApiNode {
             clock,
         )
         .with_forget(Arc::new(move |uid| status_manager.delete_pod_status(uid)));
-        let mirror = MirrorPods {
-            client: Arc::new(BasicMirrorClient::new(
-                clients.main.clone(),
-                node_name,
-                Some(objects.node.getter()),
-            )),
-            node: objects.node.getter(),
-            pod_manager: core.pod_manager.clone(),
-            pod_workers: core.pod_workers.clone(),
-            sources_ready: inputs.sources_ready,
-        };
         Ok(ApiNode {
             node_status,
             lease,
             syncer,
-            mirror,
         })
     }
 }
@@ -351,54 +339,28 @@ impl ApiKubelet {
         objects.objects.start(tasks);
         objects.services.start(tasks);
         objects.tokens.start(tasks);
-        let mirror = node.mirror;
-        let stop = tasks.token();
-        tasks.spawn("mirror-pods", async move {
-            loop {
-                mirror.sync().await;
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(MIRROR_POD_PERIOD) => {}
-                }
-            }
-        });
     }
 }
 
-/// Mirror pods for the static pods the kubelet runs.
-struct MirrorPods {
-    client: Arc<BasicMirrorClient>,
+/// Mirror pods through the API server: created by pod sync (with the
+/// registered Node as owner), orphans deleted by housekeeping.
+struct ApiMirrorPods {
+    client: BasicMirrorClient,
     node: Arc<dyn NodeGetter>,
-    pod_manager: Arc<PodManager>,
-    pod_workers: PodWorkers,
-    sources_ready: SourcesReady,
 }
 
-impl MirrorPods {
-    /// Creates (or replaces outdated) mirror pods of running static pods,
-    /// then deletes the mirror pods whose static pod is gone.
-    async fn sync(&self) {
+#[async_trait::async_trait]
+impl MirrorPods for ApiMirrorPods {
+    async fn sync(&self, pod: &Pod, mirror: Option<&Pod>) {
         let node = self.node.get_node_any_way().ok();
-        for pod in self.pod_manager.get_pods() {
-            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-            if !is_static_pod(&pod) || self.pod_workers.is_pod_termination_requested(uid) {
-                continue;
-            }
-            let mirror = self.pod_manager.get_mirror_pod_by_pod(&pod);
-            crate::kubelet::pod::sync_mirror_pod(
-                self.client.as_ref(),
-                &pod,
-                mirror.as_deref(),
-                node.as_ref(),
-            )
-            .await;
-        }
-        if self.sources_ready.all_ready() {
-            let workers = &self.pod_workers;
-            delete_orphaned_mirror_pods(self.client.as_ref(), &self.pod_manager, |full| {
-                workers.is_pod_for_mirror_pod_terminating_by_full_name(full)
-            })
-            .await;
-        }
+        sync_mirror_pod(&self.client, pod, mirror, node.as_ref()).await;
+    }
+
+    async fn delete_orphaned(
+        &self,
+        pods: &PodManager,
+        is_terminating: &(dyn for<'a> Fn(&'a str) -> bool + Send + Sync),
+    ) {
+        delete_orphaned_mirror_pods(&self.client, pods, is_terminating).await;
     }
 }

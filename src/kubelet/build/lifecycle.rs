@@ -19,7 +19,7 @@ use crate::kubelet::config::SourcesReady;
 use crate::kubelet::container::{PodCache, Runtime};
 use crate::kubelet::housekeeping::{BackoffGcFn, Housekeeping};
 use crate::kubelet::pod::PodManager;
-use crate::kubelet::pod_sync::{PodSyncer, PodVolumes, ProbeManager, PullSecrets};
+use crate::kubelet::pod_sync::{MirrorPods, PodSyncer, PodVolumes, ProbeManager, PullSecrets};
 use crate::kubelet::pod_workers::{
     PodEventRecorder, PodStatusFn, PodWorkers, PodWorkersConfig, PodWorkersStart, WorkQueue,
 };
@@ -102,6 +102,8 @@ pub struct Seams {
     pub volumes: Arc<dyn PodVolumes>,
     pub probes: Arc<dyn ProbeManager>,
     pub secrets: Arc<dyn PullSecrets>,
+    /// Mirror pods of static pods (API server mode).
+    pub mirror_pods: Option<Arc<dyn MirrorPods>>,
     pub soft_admission: Arc<SoftAdmission>,
     /// The node as admission sees it.
     pub admission_node: NodeFn,
@@ -197,6 +199,7 @@ pub fn compose(
         volumes: seams.volumes.clone(),
         probes: seams.probes.clone(),
         secrets: seams.secrets,
+        mirror_pods: seams.mirror_pods.clone(),
         recorder: recorder.clone(),
         soft_admission: seams.soft_admission,
         dirs: settings.dirs,
@@ -212,6 +215,7 @@ pub fn compose(
         cgroups_per_qos: settings.cgroups_per_qos,
         keep_terminated_pod_volumes: settings.keep_terminated_pod_volumes,
         backoff_gc: seams.backoff_gc,
+        mirror_pods: seams.mirror_pods,
     });
     let admission = Arc::new(Admission {
         eviction: seams.eviction_admit,

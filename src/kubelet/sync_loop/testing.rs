@@ -489,6 +489,7 @@ impl Stack {
             volumes: volumes.clone(),
             probes: probes.clone(),
             secrets: Arc::new(crate::kubelet::pod_sync::NoSecretManager),
+            mirror_pods: None,
             soft_admission: Arc::new(super::admission::SoftAdmission::with_apparmor(apparmor)),
             admission_node: Arc::new(move || node.clone()),
             eviction_admit: None,
