@@ -247,6 +247,23 @@ mod tests {
     use crate::util::lifecycle::TaskSet;
 
     #[tokio::test]
+    async fn orphaned_mirror_pods_are_deleted_unless_their_static_pod_terminates() {
+        let stack = Stack::new(true);
+        let orphan = static_pod("gone", &["app"]);
+        let mirror = crate::kubelet::pod::mirror_pod_for(&orphan, "node", "node-uid");
+        stack.pod_manager.add_pod(std::sync::Arc::new(mirror));
+        stack
+            .housekeeping
+            .handle_pod_cleanups()
+            .await
+            .expect("cleanup");
+        assert_eq!(
+            *stack.mirrors.calls.lock().unwrap(),
+            vec!["delete gone-node_default"]
+        );
+    }
+
+    #[tokio::test]
     async fn a_desired_pod_the_workers_never_saw_is_dispatched() {
         let mut stack = Stack::new(true);
         let tasks = TaskSet::new();

@@ -295,3 +295,35 @@ async fn orphans_are_killed_from_their_runtime_view() {
         "orphans have no status"
     );
 }
+
+#[tokio::test]
+async fn static_pods_get_their_mirror_pod_in_sync_and_api_pods_do_not() {
+    let stack = Stack::new(true);
+    let pod = static_pod("s1", &["app"]);
+    let status = runtime_status(&stack, "s1").await;
+    stack
+        .syncer
+        .sync_pod(&token(), SyncPodType::Create, &pod, None, status)
+        .await
+        .unwrap();
+    let mirror = Arc::new(crate::kubelet::pod::mirror_pod_for(&pod, "node", "node-uid"));
+    let status = runtime_status(&stack, "s1").await;
+    stack
+        .syncer
+        .sync_pod(&token(), SyncPodType::Sync, &pod, Some(&mirror), status)
+        .await
+        .unwrap();
+    let mut api_pod = (*static_pod("a1", &["app"])).clone();
+    api_pod.metadata.annotations = None;
+    let status = runtime_status(&stack, "a1").await;
+    stack
+        .syncer
+        .sync_pod(&token(), SyncPodType::Create, &Arc::new(api_pod), None, status)
+        .await
+        .unwrap();
+    assert_eq!(
+        *stack.mirrors.calls.lock().unwrap(),
+        vec!["create s1", "replace s1"],
+        "only the static pod, with the mirror it has"
+    );
+}

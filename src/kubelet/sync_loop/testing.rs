@@ -408,8 +408,35 @@ impl PodEventRecorder for Events {
 }
 
 /// The whole lifecycle built over the fakes above.
+/// Mirror pods that record what pod sync and housekeeping asked.
+#[derive(Default)]
+pub struct FakeMirrors {
+    pub calls: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl crate::kubelet::pod_sync::MirrorPods for FakeMirrors {
+    async fn sync(&self, pod: &Pod, mirror: Option<&Pod>) {
+        let had = if mirror.is_some() { "replace" } else { "create" };
+        self.calls.lock().unwrap().push(format!("{had} {}", uid(pod)));
+    }
+
+    async fn delete_orphaned(
+        &self,
+        pods: &crate::kubelet::pod::PodManager,
+        is_terminating: &(dyn for<'a> Fn(&'a str) -> bool + Send + Sync),
+    ) {
+        for name in pods.get_orphaned_mirror_pod_names() {
+            if !is_terminating(&name) {
+                self.calls.lock().unwrap().push(format!("delete {name}"));
+            }
+        }
+    }
+}
+
 pub struct Stack {
     pub runtime: Arc<FakeRuntime>,
+    pub mirrors: Arc<FakeMirrors>,
     pub pcm: Arc<FakePcm>,
     pub cm: Arc<FakeCm>,
     pub volumes: Arc<FakeVolumes>,
@@ -476,6 +503,7 @@ impl Stack {
         let volumes = Arc::new(FakeVolumes::default());
         let probes = Arc::new(FakeProbes::default());
         let events = Arc::new(Events::default());
+        let mirrors = Arc::new(FakeMirrors::default());
         let pod_manager = Arc::new(crate::kubelet::pod::PodManager::new());
         let (core, workers_start) =
             PodCore::new(pod_manager, events.clone(), clock, Default::default());
@@ -489,7 +517,7 @@ impl Stack {
             volumes: volumes.clone(),
             probes: probes.clone(),
             secrets: Arc::new(crate::kubelet::pod_sync::NoSecretManager),
-            mirror_pods: None,
+            mirror_pods: Some(mirrors.clone()),
             soft_admission: Arc::new(super::admission::SoftAdmission::with_apparmor(apparmor)),
             admission_node: Arc::new(move || node.clone()),
             eviction_admit: None,
@@ -508,6 +536,7 @@ impl Stack {
         let lifecycle = compose(&core, workers_start, seams, settings);
         Stack {
             runtime,
+            mirrors,
             pcm,
             cm,
             volumes,
