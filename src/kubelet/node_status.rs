@@ -15,6 +15,7 @@
 //! [`NodeStatusParams::from_server`] → `start(&tasks)`; the lease is
 //! [`crate::kubelet::nodelease::LeaseController`] over the heartbeat client.
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,7 +35,8 @@ use crate::kubelet::nodestatus::{
     AddressConfig, NodeLister, SetterConfig, StatusEvent, StatusSources, go_arch, go_os,
     parse_node_ips, set_node_status,
 };
-use crate::util::lifecycle::TaskSet;
+use crate::util::clock::Clock;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// Tries per status update round.
 pub const NODE_STATUS_UPDATE_RETRY: usize = 5;
@@ -148,6 +150,7 @@ pub struct NodeStatusDeps {
     /// Whether extended resources of an existing Node are zeroed (the
     /// device manager has no checkpoint: the node was recreated).
     pub reset_extended_resources: bool,
+    pub clock: Arc<dyn Clock>,
 }
 
 /// The Node of a kubelet without an API server (Go's GetNode in standalone
@@ -251,34 +254,27 @@ impl NodeStatusManager {
     /// loop.
     pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
         self.lister.start(tasks);
+        let clock = self.deps.clock.clone();
         let me = self.clone();
-        let token = tasks.token();
-        tasks.spawn("node-status", async move {
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = me.sync_node_status() => {}
-                }
-                let period = me.params.update_frequency;
-                let jitter = period.mul_f64(0.04 * rand::random::<f64>());
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tokio::time::sleep(period + jitter) => {}
-                }
-            }
+        // Go's JitterUntil(syncNodeStatus, nodeStatusUpdateFrequency, 0.04).
+        let period = Period::sliding(self.params.update_frequency).with_jitter(0.04);
+        tasks.spawn_periodic("node-status", period, clock.clone(), move || {
+            let me = me.clone();
+            async move { me.sync_node_status().await }
         });
+        // Until the node is ready (or the grace period ends), status is
+        // reported every 100 ms.
         let me = self.clone();
-        let token = tasks.token();
-        tasks.spawn("node-status-fast", async move {
-            let start = Instant::now();
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tokio::time::sleep(FAST_STATUS_PERIOD) => {}
-                }
-                let timed_out = start.elapsed() >= NODE_READY_GRACE_PERIOD;
-                if me.fast_node_status_update(timed_out).await {
-                    return;
+        let start = clock.monotonic();
+        let fast = Period::fixed(FAST_STATUS_PERIOD).waiting_first();
+        tasks.spawn_periodic("node-status-fast", fast, clock.clone(), move || {
+            let (me, clock) = (me.clone(), clock.clone());
+            async move {
+                let timed_out =
+                    clock.monotonic().saturating_duration_since(start) >= NODE_READY_GRACE_PERIOD;
+                match me.fast_node_status_update(timed_out).await {
+                    true => ControlFlow::Break(()),
+                    false => ControlFlow::Continue(()),
                 }
             }
         });
@@ -409,7 +405,7 @@ impl NodeStatusManager {
                 source,
             })?;
         let (node, cidr_changed, labels_missing) = self.update_node(&original).await;
-        let now = Instant::now();
+        let now = self.deps.clock.monotonic();
         let within_report = self
             .state()
             .last_status_report
@@ -573,7 +569,7 @@ impl NodeStatusManager {
         {
             Ok(updated) => {
                 let mut st = self.state();
-                st.last_status_report = Some(Instant::now());
+                st.last_status_report = Some(self.deps.clock.monotonic());
                 st.last_observed_addresses = updated
                     .status
                     .as_ref()

@@ -3,6 +3,7 @@
 //! every task and waits for them within a bound.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,10 +75,27 @@ impl Period {
     }
 }
 
-/// Runs `f` on `period` until `token` is cancelled. A run in progress is
-/// never interrupted; cancellation is seen before each run and during each
-/// wait. Elapsed time is read from `clock`, waits are tokio timers, so
-/// paused-time tests drive it.
+/// What one run of a periodic task says about the next: `()` always goes
+/// on; [`ControlFlow::Break`] ends the task (e.g. a start-up loop that is
+/// done).
+pub trait Tick {
+    fn go_on(self) -> bool;
+}
+
+impl Tick for () {
+    fn go_on(self) -> bool {
+        true
+    }
+}
+
+impl Tick for ControlFlow<()> {
+    fn go_on(self) -> bool {
+        self.is_continue()
+    }
+}
+
+/// Runs `f` at `period`'s pace until `token` is cancelled (a run in flight
+/// is dropped) or a run breaks; waits are measured with `clock`.
 pub async fn run_periodic<F, Fut>(
     token: CancellationToken,
     period: Period,
@@ -85,7 +103,8 @@ pub async fn run_periodic<F, Fut>(
     mut f: F,
 ) where
     F: FnMut() -> Fut,
-    Fut: Future<Output = ()>,
+    Fut: Future,
+    Fut::Output: Tick,
 {
     if period.wait_first {
         tokio::select! {
@@ -94,12 +113,12 @@ pub async fn run_periodic<F, Fut>(
         }
     }
     loop {
-        if token.is_cancelled() {
-            return;
-        }
         let wait = period.next_wait();
         let started = clock.monotonic();
-        f().await;
+        tokio::select! {
+            _ = token.cancelled() => return,
+            flow = f() => if !flow.go_on() { return },
+        }
         let wait = if period.sliding {
             wait
         } else {
@@ -152,7 +171,8 @@ impl TaskSet {
         f: F,
     ) where
         F: FnMut() -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: Tick,
     {
         self.spawn(name, run_periodic(self.token(), period, clock, f));
     }

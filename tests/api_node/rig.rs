@@ -182,6 +182,7 @@ pub async fn node_rig(
             recorder: recorder.clone(),
             on_heartbeat_failure: Some(clients.heartbeat_failure_hook()),
             reset_extended_resources: true,
+            clock: Arc::new(RealClock),
         },
     );
     manager.start(&tasks);

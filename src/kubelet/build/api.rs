@@ -256,6 +256,7 @@ impl ApiNode {
                 recorder: api.recorder.clone(),
                 on_heartbeat_failure: Some(clients.heartbeat_failure_hook()),
                 reset_extended_resources: false,
+                clock: clock.clone(),
             },
         );
         let lease = LeaseController::new(

@@ -1,8 +1,9 @@
 //! Building the three API clients and their shared transport.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use http::{HeaderName, HeaderValue};
 use hyper_util::rt::TokioExecutor;
@@ -20,7 +21,7 @@ use crate::kubelet::certificate::bootstrap::{self, BootstrapParams, CLIENT_PAIR_
 use crate::kubelet::certificate::csr::{CsrSubject, KUBELET_CLIENT_SIGNER, kubelet_client_usages};
 use crate::kubelet::certificate::{CertificateManager, CsrClients, FileStore, ManagerConfig};
 use crate::util::clock::{Clock, RealClock};
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// The only content type kube speaks.
 pub const CONTENT_TYPE_JSON: &str = "application/json";
@@ -319,45 +320,77 @@ impl KubeClients {
         };
         crate::vlog!(2, "Starting client certificate rotation");
         manager.start(tasks);
-        let tracker = self.tracker.clone();
-        let on_fatal = self.on_fatal.clone();
-        let clock = self.clock.clone();
-        let token = tasks.token();
-        tasks.spawn("client-certificate-transport", async move {
-            let mut last_available = clock.now();
-            let mut last = manager.current();
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tokio::time::sleep(TRANSPORT_CHECK_PERIOD) => {}
-                }
-                let now = clock.now();
-                let cur = manager.current();
-                match &cur {
-                    None => {
-                        if now > last_available + EXIT_AFTER_NO_CERT {
-                            if manager.server_healthy() {
-                                tracing::error!("No valid client certificate is found and the server is responsive, exiting.");
-                                on_fatal("no valid client certificate");
-                                return;
-                            }
-                            tracing::error!("No valid client certificate is found but the server is not responsive. A restart may be necessary to retrieve new initial credentials.");
-                        }
-                    }
-                    Some(_) => last_available = now,
-                }
-                let rotated = match (&cur, &last) {
-                    (Some(c), Some(l)) => !Arc::ptr_eq(c, l),
-                    (Some(_), None) => true,
-                    _ => false,
-                };
-                if rotated {
-                    last = cur;
-                    tracing::info!("Certificate rotation detected, shutting down client connections to start using new credentials");
-                    tracker.close_all();
-                }
-            }
+        let watch = Arc::new(TransportWatch {
+            last_available: Mutex::new(self.clock.now()),
+            last: Mutex::new(manager.current()),
+            manager,
+            tracker: self.tracker.clone(),
+            on_fatal: self.on_fatal.clone(),
+            clock: self.clock.clone(),
         });
+        let period = Period::sliding(TRANSPORT_CHECK_PERIOD).waiting_first();
+        tasks.spawn_periodic(
+            "client-certificate-transport",
+            period,
+            self.clock.clone(),
+            move || {
+                let watch = watch.clone();
+                async move { watch.check() }
+            },
+        );
+    }
+}
+
+/// The transport's certificate watch: connections are closed when the
+/// certificate rotates; the kubelet exits when none has been valid for a
+/// while and the server answers.
+struct TransportWatch {
+    manager: Arc<CertificateManager>,
+    tracker: ConnTracker,
+    on_fatal: Arc<dyn Fn(&str) + Send + Sync>,
+    clock: Arc<dyn Clock>,
+    last_available: Mutex<SystemTime>,
+    last: Mutex<Option<Arc<crate::kubelet::certificate::KeyPair>>>,
+}
+
+impl TransportWatch {
+    fn check(&self) -> ControlFlow<()> {
+        let now = self.clock.now();
+        let cur = self.manager.current();
+        let mut last_available = self
+            .last_available
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &cur {
+            None if now > *last_available + EXIT_AFTER_NO_CERT => {
+                if self.manager.server_healthy() {
+                    tracing::error!(
+                        "No valid client certificate is found and the server is responsive, exiting."
+                    );
+                    (self.on_fatal)("no valid client certificate");
+                    return ControlFlow::Break(());
+                }
+                tracing::error!(
+                    "No valid client certificate is found but the server is not responsive. A restart may be necessary to retrieve new initial credentials."
+                );
+            }
+            None => {}
+            Some(_) => *last_available = now,
+        }
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let rotated = match (&cur, &*last) {
+            (Some(c), Some(l)) => !Arc::ptr_eq(c, l),
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if rotated {
+            *last = cur;
+            tracing::info!(
+                "Certificate rotation detected, shutting down client connections to start using new credentials"
+            );
+            self.tracker.close_all();
+        }
+        ControlFlow::Continue(())
     }
 }
 

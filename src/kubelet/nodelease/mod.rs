@@ -16,7 +16,7 @@ use kube::api::{Api, PostParams};
 
 use crate::kubelet::client::HeartbeatFailureFn;
 use crate::util::clock::Clock;
-use crate::util::lifecycle::TaskSet;
+use crate::util::lifecycle::{Period, TaskSet};
 
 /// The namespace of node leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -90,22 +90,14 @@ impl LeaseController {
         Api::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE)
     }
 
-    /// Spawns the renewal loop (first sync at once).
+    /// Spawns the renewal loop (first sync at once; Go's
+    /// JitterUntil(sync, renewInterval, 0.04)).
     pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
         let me = self.clone();
-        let token = tasks.token();
-        tasks.spawn("node-lease", async move {
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = me.sync() => {}
-                }
-                let jitter = me.renew_interval.mul_f64(0.04 * rand::random::<f64>());
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tokio::time::sleep(me.renew_interval + jitter) => {}
-                }
-            }
+        let period = Period::sliding(self.renew_interval).with_jitter(0.04);
+        tasks.spawn_periodic("node-lease", period, self.clock.clone(), move || {
+            let me = me.clone();
+            async move { me.sync().await }
         });
     }
 

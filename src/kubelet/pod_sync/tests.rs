@@ -306,7 +306,9 @@ async fn static_pods_get_their_mirror_pod_in_sync_and_api_pods_do_not() {
         .sync_pod(&token(), SyncPodType::Create, &pod, None, status)
         .await
         .unwrap();
-    let mirror = Arc::new(crate::kubelet::pod::mirror_pod_for(&pod, "node", "node-uid"));
+    let mirror = Arc::new(crate::kubelet::pod::mirror_pod_for(
+        &pod, "node", "node-uid",
+    ));
     let status = runtime_status(&stack, "s1").await;
     stack
         .syncer
@@ -318,7 +320,13 @@ async fn static_pods_get_their_mirror_pod_in_sync_and_api_pods_do_not() {
     let status = runtime_status(&stack, "a1").await;
     stack
         .syncer
-        .sync_pod(&token(), SyncPodType::Create, &Arc::new(api_pod), None, status)
+        .sync_pod(
+            &token(),
+            SyncPodType::Create,
+            &Arc::new(api_pod),
+            None,
+            status,
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -417,8 +417,15 @@ pub struct FakeMirrors {
 #[async_trait]
 impl crate::kubelet::pod_sync::MirrorPods for FakeMirrors {
     async fn sync(&self, pod: &Pod, mirror: Option<&Pod>) {
-        let had = if mirror.is_some() { "replace" } else { "create" };
-        self.calls.lock().unwrap().push(format!("{had} {}", uid(pod)));
+        let had = if mirror.is_some() {
+            "replace"
+        } else {
+            "create"
+        };
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("{had} {}", uid(pod)));
     }
 
     async fn delete_orphaned(
