@@ -60,8 +60,8 @@ pub enum NodeStatusError {
     RetriesExceeded,
     #[error("node {0:?} not found")]
     NotFound(String),
-    #[error("{0}")]
-    InvalidNodeIp(String),
+    #[error(transparent)]
+    InvalidNodeIp(#[from] crate::kubelet::nodestatus::addresses::NodeIpFlagError),
 }
 
 impl NodeStatusError {
@@ -477,7 +477,10 @@ impl NodeStatusManager {
         (node, cidr_changed, labels_missing)
     }
 
-    async fn update_pod_cidr(&self, cidr: &str) -> Result<bool, String> {
+    async fn update_pod_cidr(
+        &self,
+        cidr: &str,
+    ) -> Result<bool, crate::kubelet::nodestatus::RuntimeInfoError> {
         if self.deps.sources.runtime_state.pod_cidr() == cidr {
             return Ok(false);
         }
