@@ -64,6 +64,15 @@ pub enum NodeStatusError {
     InvalidNodeIp(#[from] crate::kubelet::nodestatus::addresses::NodeIpFlagError),
 }
 
+impl From<NodeStatusError> for crate::kubelet::lifecycle::NodeGetError {
+    fn from(e: NodeStatusError) -> Self {
+        match e {
+            NodeStatusError::NotFound(node) => Self::NotFound(node),
+            other => Self::Other(Box::new(other)),
+        }
+    }
+}
+
 impl NodeStatusError {
     /// Whether the API server answered the request that failed (so the
     /// connections to it are alive); errors before any request count as
