@@ -14,7 +14,7 @@ use crate::kubelet::container::ContainerId;
 use crate::kubelet::images::ImageErrorKind;
 use crate::kubelet::kuberuntime::kill::get_container_spec;
 use crate::kubelet::kuberuntime::logs::{
-    LogOptions, LogSink, PodLogOptions, RuntimeContainerRunning, read_logs,
+    LogOptions, LogSink, LogsError, PodLogOptions, RuntimeContainerRunning, read_logs,
 };
 use crate::kubelet::pod::PodManager;
 use crate::kubelet::status::StatusManager;
@@ -131,9 +131,9 @@ pub struct ContainerLog {
     pub path: PathBuf,
 }
 
-/// Streams one request's log into the sink; the error text, if any, is
+/// Streams one request's log into the sink; the error's text, if any, is
 /// what the client sees at the end of the stream.
-pub type LogStreamer = Box<dyn FnOnce(LogSink) -> BoxFuture<'static, Result<(), String>> + Send>;
+pub type LogStreamer = Box<dyn FnOnce(LogSink) -> BoxFuture<'static, Result<(), LogsError>> + Send>;
 
 /// What the server's /containerLogs handler asks the kubelet.
 #[async_trait::async_trait]
@@ -213,7 +213,6 @@ impl ContainerLogs for KubeletContainerLogs {
                     &sink,
                 )
                 .await
-                .map_err(|e| e.to_string())
             })
         }))
     }

@@ -25,6 +25,15 @@ use crate::kubelet::status::StatusManager;
 use crate::kubelet::sync_loop::{filter_out_inactive_pods, is_admitted_pod_terminal};
 use crate::kubelet::types::SyncPodType;
 
+/// A housekeeping pass that stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum HousekeepingError {
+    #[error("failed to get list of pods that still exist on cgroup mounts: {0}")]
+    CgroupPods(#[source] crate::cm::CmError),
+    #[error("Error listing containers: {0}")]
+    ListContainers(#[source] crate::kubelet::container::RuntimeError),
+}
+
 /// Prunes expired entries of the container restart back-off.
 pub type BackoffGcFn = Arc<dyn Fn() + Send + Sync>;
 
@@ -63,16 +72,14 @@ impl Housekeeping {
     }
 
     /// One pass (HandlePodCleanups).
-    pub async fn handle_pod_cleanups(&self) -> Result<CleanupReport, String> {
+    pub async fn handle_pod_cleanups(&self) -> Result<CleanupReport, HousekeepingError> {
         let mut report = CleanupReport::default();
         // The cgroup tree first, so pods added later are not mistaken for orphans.
         let cgroup_pods: BTreeMap<String, CgroupName> = if self.cgroups_per_qos {
             self.pod_container_manager
                 .get_all_pods_from_cgroups()
                 .await
-                .map_err(|e| {
-                    format!("failed to get list of pods that still exist on cgroup mounts: {e}")
-                })?
+                .map_err(HousekeepingError::CgroupPods)?
         } else {
             BTreeMap::new()
         };
@@ -107,7 +114,7 @@ impl Housekeeping {
             .runtime
             .get_pods(false)
             .await
-            .map_err(|e| format!("Error listing containers: {e}"))?;
+            .map_err(HousekeepingError::ListContainers)?;
         for rp in runtime_pods {
             if matches!(
                 working.get(&rp.id),
@@ -162,7 +169,7 @@ impl Housekeeping {
         // Bypass any cache: what was just killed must not count as running.
         let running_now: HashSet<String> = match self.runtime.get_pods(false).await {
             Ok(pods) => pods.into_iter().map(|p| p.id).collect(),
-            Err(e) => return Err(format!("Error listing containers: {e}")),
+            Err(e) => return Err(HousekeepingError::ListContainers(e)),
         };
         crate::vlog!(3, "Clean up orphaned pod directories");
         let desired: HashSet<String> = by_uid.keys().cloned().collect();

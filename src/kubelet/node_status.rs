@@ -62,8 +62,17 @@ pub enum NodeStatusError {
     RetriesExceeded,
     #[error("node {0:?} not found")]
     NotFound(String),
-    #[error("{0}")]
-    InvalidNodeIp(String),
+    #[error(transparent)]
+    InvalidNodeIp(#[from] crate::kubelet::nodestatus::addresses::NodeIpFlagError),
+}
+
+impl From<NodeStatusError> for crate::kubelet::lifecycle::NodeGetError {
+    fn from(e: NodeStatusError) -> Self {
+        match e {
+            NodeStatusError::NotFound(node) => Self::NotFound(node),
+            other => Self::Other(Box::new(other)),
+        }
+    }
 }
 
 impl NodeStatusError {
@@ -473,7 +482,10 @@ impl NodeStatusManager {
         (node, cidr_changed, labels_missing)
     }
 
-    async fn update_pod_cidr(&self, cidr: &str) -> Result<bool, String> {
+    async fn update_pod_cidr(
+        &self,
+        cidr: &str,
+    ) -> Result<bool, crate::kubelet::nodestatus::RuntimeInfoError> {
         if self.deps.sources.runtime_state.pod_cidr() == cidr {
             return Ok(false);
         }

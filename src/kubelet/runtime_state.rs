@@ -25,8 +25,38 @@ pub const RUNTIME_UP_PERIOD: Duration = Duration::from_secs(5);
 /// The network error before the runtime first reports.
 pub const NETWORK_STATE_UNKNOWN: &str = "network state unknown";
 
-/// A named health check: `Err(detail)` when unhealthy.
-pub type HealthFn = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+/// Why a health check fails (its detail).
+pub type HealthError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A named health check: `Err(detail)` when unhealthy. Made from any
+/// `Arc`'d closure whose error converts into [`HealthError`].
+#[derive(Clone)]
+pub struct HealthFn(Arc<dyn Fn() -> Result<(), HealthError> + Send + Sync>);
+
+impl HealthFn {
+    pub fn new<F, E>(check: F) -> Self
+    where
+        F: Fn() -> Result<(), E> + Send + Sync + 'static,
+        E: Into<HealthError>,
+    {
+        HealthFn(Arc::new(move || check().map_err(Into::into)))
+    }
+
+    /// Runs the check.
+    pub fn check(&self) -> Result<(), HealthError> {
+        (self.0)()
+    }
+}
+
+impl<F, E> From<Arc<F>> for HealthFn
+where
+    F: Fn() -> Result<(), E> + Send + Sync + 'static,
+    E: Into<HealthError>,
+{
+    fn from(check: Arc<F>) -> Self {
+        HealthFn::new(move || check())
+    }
+}
 
 struct Inner {
     last_base_runtime_sync: Option<Instant>,
@@ -96,8 +126,10 @@ impl RuntimeState {
     }
 
     /// Adds a health check reported as `<name> is not healthy: <detail>`.
-    pub fn add_health_check(&self, name: &str, check: HealthFn) {
-        self.write().health_checks.push((name.to_string(), check));
+    pub fn add_health_check(&self, name: &str, check: impl Into<HealthFn>) {
+        self.write()
+            .health_checks
+            .push((name.to_string(), check.into()));
     }
 
     /// Records a successful runtime status check (now).
@@ -139,7 +171,7 @@ impl RuntimeState {
             Some(_) => {}
         }
         for (name, check) in &inner.health_checks {
-            if let Err(detail) = check() {
+            if let Err(detail) = check.check() {
                 errs.push(format!("{name} is not healthy: {detail}"));
             }
         }
@@ -245,26 +277,35 @@ pub fn aggregate(errs: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubelet::container::Image;
+    use crate::kubelet::container::{Image, RuntimeError};
+    use crate::kubelet::nodestatus::sources::RuntimeInfoError;
     use crate::util::clock::RealClock;
 
-    struct Fixed(Result<RuntimeStatus, String>);
+    /// A runtime whose status check answers this (`Err`: the call fails
+    /// with this message).
+    struct Fixed(Result<RuntimeStatus, &'static str>);
 
     #[async_trait::async_trait]
     impl RuntimeInfo for Fixed {
         fn runtime_type(&self) -> String {
             "fake".into()
         }
-        async fn version(&self) -> Result<String, String> {
+        async fn version(&self) -> Result<String, RuntimeInfoError> {
             Ok("fake://1".into())
         }
-        async fn status(&self) -> Result<RuntimeStatus, String> {
-            self.0.clone()
+        async fn status(&self) -> Result<RuntimeStatus, RuntimeInfoError> {
+            self.0.clone().map_err(|message| {
+                RuntimeError::Call {
+                    op: "status",
+                    message: message.to_string(),
+                }
+                .into()
+            })
         }
-        async fn list_images(&self) -> Result<Vec<Image>, String> {
+        async fn list_images(&self) -> Result<Vec<Image>, RuntimeInfoError> {
             Ok(vec![])
         }
-        async fn update_pod_cidr(&self, _cidr: &str) -> Result<(), String> {
+        async fn update_pod_cidr(&self, _cidr: &str) -> Result<(), RuntimeInfoError> {
             Ok(())
         }
     }
@@ -319,7 +360,7 @@ mod tests {
 
         // A status check that fails leaves the last sync in place; 30 s on,
         // the runtime counts as down.
-        let failing = Fixed(Err("connection refused".into()));
+        let failing = Fixed(Err("connection refused"));
         let ok = Fixed(Ok(RuntimeStatus {
             conditions: vec![
                 cond("RuntimeReady", true, "", ""),
@@ -334,7 +375,7 @@ mod tests {
 
         state.add_health_check(
             "PLEG",
-            Arc::new(|| Err("pleg was last seen active 3m0s ago; threshold is 3m0s".into())),
+            Arc::new(|| Err("pleg was last seen active 3m0s ago; threshold is 3m0s".to_string())),
         );
         assert_eq!(
             aggregate(&state.runtime_errors()).unwrap(),
@@ -397,7 +438,7 @@ mod tests {
         s.set_runtime_sync();
         s.add_health_check(
             "PLEG",
-            Arc::new(|| Err("pleg was last seen active 3m0s ago".into())),
+            Arc::new(|| Err("pleg was last seen active 3m0s ago".to_string())),
         );
         assert_eq!(
             aggregate(&s.runtime_errors()).as_deref(),

@@ -124,7 +124,7 @@ fn resource_value(
     pod: &Pod,
     host: &VolumeHost,
 ) -> Result<String, VolumeError> {
-    let allocatable = host.node_allocatable().map_err(VolumeError::Other)?;
+    let allocatable = host.node_allocatable()?;
     let name = fs.container_name.as_deref().unwrap_or_default();
     let spec = pod.spec.as_ref();
     let container = spec

@@ -181,7 +181,7 @@ impl EmptyDir {
         let medium = Medium::parse(source.medium.as_deref());
         let mut size_limit = 0;
         if medium == Medium::Memory {
-            let alloc = host.node_allocatable().map_err(VolumeError::Other)?;
+            let alloc = host.node_allocatable()?;
             let mem = alloc
                 .get("memory")
                 .and_then(|q| quantity::parse(q.0.trim()).ok())

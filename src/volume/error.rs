@@ -36,6 +36,10 @@ pub enum VolumeError {
     /// Several failures, reported together as Go's aggregate error does.
     #[error("{}", aggregate_message(.0))]
     Aggregate(Vec<String>),
+    /// The node's allocatable resources could not be read (the host's
+    /// words why).
+    #[error("error retrieving node: {0}")]
+    NodeAllocatable(String),
     /// Any other failure, worded as the Go kubelet words it.
     #[error("{0}")]
     Other(String),

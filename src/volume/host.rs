@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use crate::util::clock::Clock;
 use crate::util::object_getters::{ConfigMapGetter, SecretGetter};
 use crate::util::pod_dirs::PodDirs;
+use crate::volume::VolumeError;
 use crate::volume::token_manager::TokenManager;
 use crate::volume::util::escape_qualified_name;
 use crate::volume::util::mount::MountInterface;
@@ -90,10 +91,10 @@ impl VolumeHost {
         &self.clock
     }
 
-    pub fn node_allocatable(&self) -> Result<BTreeMap<String, ApiQuantity>, String> {
+    pub fn node_allocatable(&self) -> Result<BTreeMap<String, ApiQuantity>, VolumeError> {
         self.node
             .node_allocatable()
-            .map_err(|e| format!("error retrieving node: {e}"))
+            .map_err(VolumeError::NodeAllocatable)
     }
 
     pub fn config_maps(&self) -> Option<&Arc<dyn ConfigMapGetter>> {

@@ -5,7 +5,7 @@
 //! exponential backoff and then a 32 s poll on failure. The API clients
 //! present [`CertificateManager::current`] on every new TLS connection.
 
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use rustls::client::ResolvesClientCert;
@@ -23,7 +23,8 @@ pub const CERTIFICATE_WAIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// The clients a rotation requests certificates with: the one that presents
 /// the current certificate, and the bootstrap credentials for when there is
-/// no valid certificate.
+/// no valid certificate. Handed to [`CertificateManager::start`]: the API
+/// clients present the manager's certificate, so they are built after it.
 #[derive(Clone)]
 pub struct CsrClients {
     pub with_current: kube::Client,
@@ -52,7 +53,6 @@ pub struct CertificateManager {
     cert: RwLock<Option<Arc<KeyPair>>>,
     server_healthy: std::sync::atomic::AtomicBool,
     force_rotation: std::sync::atomic::AtomicBool,
-    clients: OnceLock<CsrClients>,
     rotations: Mutex<u64>,
 }
 
@@ -105,15 +105,8 @@ impl CertificateManager {
             cert: RwLock::new(cert),
             server_healthy: std::sync::atomic::AtomicBool::new(false),
             force_rotation: std::sync::atomic::AtomicBool::new(force),
-            clients: OnceLock::new(),
             rotations: Mutex::new(0),
         }))
-    }
-
-    /// Sets the clients rotations use (once; the API clients are built after
-    /// the manager, since they present its certificate).
-    pub fn set_clients(&self, clients: CsrClients) {
-        let _ = self.clients.set(clients);
     }
 
     /// The current pair; `None` when there is none or it has expired.
@@ -186,14 +179,13 @@ impl CertificateManager {
         }
     }
 
-    fn csr_client(&self) -> Result<kube::Client, CertificateError> {
-        let clients = self.clients.get().ok_or_else(|| {
-            CertificateError::Client("no client to request certificates with".into())
-        })?;
-        Ok(match (self.current(), &clients.bootstrap) {
+    /// The bootstrap client while there is no valid certificate, else the
+    /// one presenting the current certificate.
+    fn csr_client(&self, clients: &CsrClients) -> kube::Client {
+        match (self.current(), &clients.bootstrap) {
             (None, Some(b)) => b.clone(),
             _ => clients.with_current.clone(),
-        })
+        }
     }
 
     /// Go's reading of a failed request: an answer of 401, 403 or 404
@@ -210,9 +202,9 @@ impl CertificateManager {
             .store(healthy, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// One rotation: new key, CSR, wait for the certificate, store it, use
-    /// it. `false` when it did not succeed (logged).
-    pub async fn rotate_certs(&self) -> bool {
+    /// One rotation over `clients`: new key, CSR, wait for the certificate,
+    /// store it, use it. `false` when it did not succeed (logged).
+    pub async fn rotate_certs(&self, clients: &CsrClients) -> bool {
         crate::vlog!(
             2,
             "kubernetes.io/kube-apiserver-client-kubelet: Rotating certificates"
@@ -231,13 +223,7 @@ impl CertificateManager {
                 return false;
             }
         };
-        let client = match self.csr_client() {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::error!(error = %e, "Unable to load a client to request certificates");
-                return false;
-            }
-        };
+        let client = self.csr_client(clients);
         let req = CsrRequest {
             name: String::new(),
             csr_pem,
@@ -280,8 +266,8 @@ impl CertificateManager {
         true
     }
 
-    /// Spawns the rotation loop.
-    pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
+    /// Spawns the rotation loop, requesting certificates over `clients`.
+    pub fn start(self: &Arc<Self>, tasks: &TaskSet, clients: CsrClients) {
         crate::vlog!(
             2,
             "kubernetes.io/kube-apiserver-client-kubelet: Certificate rotation is enabled"
@@ -299,7 +285,7 @@ impl CertificateManager {
                         _ = tokio::time::sleep(wait) => {}
                     }
                 }
-                let rotate = me.rotate_with_backoff();
+                let rotate = me.rotate_with_backoff(&clients);
                 tokio::select! {
                     _ = token.cancelled() => return,
                     _ = rotate => {}
@@ -314,10 +300,10 @@ impl CertificateManager {
 
     /// Exponential backoff (2 s doubling, 10% jitter, 5 tries), then a poll
     /// every 32 s until a rotation succeeds.
-    async fn rotate_with_backoff(&self) {
+    async fn rotate_with_backoff(&self, clients: &CsrClients) {
         let mut delay = Duration::from_secs(2);
         for attempt in 0..5 {
-            if self.rotate_certs().await {
+            if self.rotate_certs(clients).await {
                 return;
             }
             if attempt < 4 {
@@ -331,7 +317,7 @@ impl CertificateManager {
         );
         loop {
             tokio::time::sleep(Duration::from_secs(32)).await;
-            if self.rotate_certs().await {
+            if self.rotate_certs(clients).await {
                 return;
             }
         }

@@ -88,15 +88,23 @@ pub struct KubeClients {
     /// Node status and lease renewals: unthrottled, with a request timeout.
     pub heartbeat: kube::Client,
     tracker: ConnTracker,
-    cert_manager: Option<Arc<CertificateManager>>,
+    rotation: Option<Rotation>,
     on_fatal: Arc<dyn Fn(&str) + Send + Sync>,
     clock: Arc<dyn Clock>,
+}
+
+/// Client certificate rotation: the manager and the clients its rotations
+/// request certificates with (built after it, as they present its pair).
+#[derive(Clone)]
+struct Rotation {
+    manager: Arc<CertificateManager>,
+    clients: CsrClients,
 }
 
 impl std::fmt::Debug for KubeClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KubeClients")
-            .field("rotating", &self.cert_manager.is_some())
+            .field("rotating", &self.rotation.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -258,18 +266,19 @@ pub async fn build_clients_with_clock(
         None,
     )?;
     let heartbeat = make_client(&config, hyper, None, Some(params.heartbeat_timeout))?;
-    if let Some(m) = &cert_manager {
-        m.set_clients(CsrClients {
+    let rotation = cert_manager.map(|manager| Rotation {
+        manager,
+        clients: CsrClients {
             with_current: main.clone(),
             bootstrap: bootstrap_client,
-        });
-    }
+        },
+    });
     Ok(KubeClients {
         main,
         events,
         heartbeat,
         tracker,
-        cert_manager,
+        rotation,
         on_fatal: Arc::new(|msg| {
             tracing::error!(reason = msg, "Exiting");
             std::process::exit(1);
@@ -302,7 +311,7 @@ impl KubeClients {
 
     /// The certificate manager, when certificates rotate.
     pub fn certificate_manager(&self) -> Option<Arc<CertificateManager>> {
-        self.cert_manager.clone()
+        self.rotation.as_ref().map(|r| r.manager.clone())
     }
 
     /// Replaces what happens when the kubelet must exit for lack of a valid
@@ -315,11 +324,11 @@ impl KubeClients {
     /// Starts certificate rotation and the transport's certificate watch
     /// (nothing without rotation).
     pub fn start(&self, tasks: &TaskSet) {
-        let Some(manager) = self.cert_manager.clone() else {
+        let Some(Rotation { manager, clients }) = self.rotation.clone() else {
             return;
         };
         crate::vlog!(2, "Starting client certificate rotation");
-        manager.start(tasks);
+        manager.start(tasks, clients);
         let watch = Arc::new(TransportWatch {
             last_available: Mutex::new(self.clock.now()),
             last: Mutex::new(manager.current()),

@@ -189,15 +189,31 @@ pub async fn load(path: &Path) -> Result<LoadedKubeconfig, ClientError> {
         raw,
         config,
     };
-    check_client_cert_version(&loaded).map_err(invalid)?;
+    check_client_cert_version(&loaded).map_err(|source| ClientError::ClientCertVersion {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(loaded)
+}
+
+/// A client certificate older than X.509 v3; `origin` names where it came
+/// from (`client-certificate <file>` or `client-certificate-data`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{origin}: an X.509 v{version} certificate (no extensions); this kubelet's TLS stack accepts only v3 \
+     client certificates: re-issue it with extensions (for example `openssl x509 -req … -extfile` \
+     naming extendedKeyUsage=clientAuth)"
+)]
+pub struct ClientCertVersionError {
+    pub origin: String,
+    pub version: u32,
 }
 
 /// The TLS stack takes only X.509 v3 client certificates (the Go kubelet's
 /// also takes v1 ones, as `openssl x509 -req` makes them without
 /// `-extfile`): such a certificate is refused here, naming it, rather than
 /// failing later with a TLS error about the private key.
-fn check_client_cert_version(loaded: &LoadedKubeconfig) -> Result<(), String> {
+fn check_client_cert_version(loaded: &LoadedKubeconfig) -> Result<(), ClientCertVersionError> {
     let Ok(Some((cert, _))) = loaded.client_cert_and_key() else {
         // Unreadable or absent: the paths that use it report that.
         return Ok(());
@@ -211,16 +227,14 @@ fn check_client_cert_version(loaded: &LoadedKubeconfig) -> Result<(), String> {
     if info.version >= 3 {
         return Ok(());
     }
-    let source = match loaded.cert_files().0 {
+    let origin = match loaded.cert_files().0 {
         Some(f) => format!("client-certificate {}", f.display()),
         None => "client-certificate-data".to_string(),
     };
-    Err(format!(
-        "{source}: an X.509 v{} certificate (no extensions); this kubelet's TLS stack accepts only v3 \
-         client certificates: re-issue it with extensions (for example `openssl x509 -req … -extfile` \
-         naming extendedKeyUsage=clientAuth)",
-        info.version
-    ))
+    Err(ClientCertVersionError {
+        origin,
+        version: info.version,
+    })
 }
 
 /// Whether the kubeconfig at `path` exists and carries a client certificate

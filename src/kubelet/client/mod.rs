@@ -41,6 +41,13 @@ pub fn server_answered(e: &kube::Error) -> bool {
 pub enum ClientError {
     #[error("invalid kubeconfig {path:?}: {reason}")]
     Kubeconfig { path: PathBuf, reason: String },
+    /// The kubeconfig's client certificate is one the TLS stack refuses.
+    #[error("invalid kubeconfig {path:?}: {source}")]
+    ClientCertVersion {
+        path: PathBuf,
+        #[source]
+        source: kubeconfig::ClientCertVersionError,
+    },
     #[error("{path:?}: {reason}")]
     Io { path: PathBuf, reason: String },
     #[error("failed to initialize kubelet client: {0}")]

@@ -107,14 +107,15 @@ impl EvictionManager {
     /// a memcg notifier fires); after an eviction, wait for the pod to be
     /// cleaned up and go again at once.
     pub fn start(self: &Arc<Self>, tasks: &TaskSet, interval: Duration) {
-        self.notifiers.start(tasks);
         let this = self.clone();
         let token = tasks.token();
+        // The memcg notifiers' watchers run here, cancelled with the loop.
+        let notifier_tasks = tasks.child();
         tasks.spawn("eviction_manager", async move {
             loop {
                 let result = tokio::select! {
                     _ = token.cancelled() => return,
-                    r = this.synchronize() => r,
+                    r = this.synchronize_pass(Some(&notifier_tasks)) => r,
                 };
                 match result {
                     Ok(Some(evicted)) => {
@@ -155,8 +156,18 @@ impl EvictionManager {
         }
     }
 
-    /// One pass. Returns the pods evicted, if any.
+    /// One pass, without arming memcg notifiers (they are armed only by the
+    /// monitoring loop, see [`EvictionManager::start`]). Returns the pods
+    /// evicted, if any.
     pub async fn synchronize(&self) -> Result<Option<Vec<Arc<Pod>>>, EvictionError> {
+        self.synchronize_pass(None).await
+    }
+
+    /// One pass; `notifier_tasks`: where re-armed memcg notifiers watch.
+    async fn synchronize_pass(
+        &self,
+        notifier_tasks: Option<&TaskSet>,
+    ) -> Result<Option<Vec<Arc<Pod>>>, EvictionError> {
         let configured = &self.config.thresholds;
         if configured.is_empty() && !self.config.local_storage_capacity_isolation {
             return Ok(None);
@@ -185,14 +196,16 @@ impl EvictionManager {
             }
         };
         let now = self.deps.clock.monotonic();
-        if !self.notifiers.is_empty() {
+        if let Some(tasks) = notifier_tasks
+            && !self.notifiers.is_empty()
+        {
             let due = self
                 .state()
                 .notifiers_updated_at
                 .is_none_or(|at| now.saturating_duration_since(at) > NOTIFIER_REFRESH_INTERVAL);
             if due {
                 self.state().notifiers_updated_at = Some(now);
-                self.notifiers.update(&summary).await;
+                self.notifiers.update(&summary, tasks).await;
             }
         }
         let (observations, stats) = make_signal_observations(&summary);

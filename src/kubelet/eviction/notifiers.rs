@@ -4,7 +4,7 @@
 //! wakes the monitoring loop.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -47,10 +47,10 @@ impl Slot {
     }
 }
 
-/// The notifiers of one manager.
+/// The notifiers of one manager. They keep no task set: each re-arm spawns
+/// its watcher into the set the caller (the monitoring loop) passes.
 pub(super) struct Notifiers {
     slots: Vec<Arc<Slot>>,
-    tasks: OnceLock<TaskSet>,
     wake: Arc<Notify>,
 }
 
@@ -75,7 +75,6 @@ impl Notifiers {
         }
         Notifiers {
             slots,
-            tasks: OnceLock::new(),
             wake: Arc::new(Notify::new()),
         }
     }
@@ -84,21 +83,14 @@ impl Notifiers {
         self.slots.is_empty()
     }
 
-    /// Where notifier tasks run (set once, at start).
-    pub(super) fn start(&self, tasks: &TaskSet) {
-        let _ = self.tasks.set(tasks.child());
-    }
-
     /// Resolves when a notifier fired.
     pub(super) async fn woken(&self) {
         self.wake.notified().await
     }
 
-    /// Re-arms every notifier at the level its threshold is met at now.
-    pub(super) async fn update(&self, summary: &Summary) {
-        let Some(tasks) = self.tasks.get() else {
-            return;
-        };
+    /// Re-arms every notifier at the level its threshold is met at now; the
+    /// watchers run in `tasks` (a re-armed one cancels its predecessor).
+    pub(super) async fn update(&self, summary: &Summary, tasks: &TaskSet) {
         for slot in &self.slots {
             let memory = if slot.allocatable() {
                 summary.node.allocatable_memory.as_ref()

@@ -348,32 +348,48 @@ impl KubeGenericRuntimeManager {
             );
             dir.join(l.file_name().unwrap_or_default())
         });
-        let result = tokio::task::spawn_blocking(move || -> Result<(), String> {
-            remove_log_files(&log_path)
-                .map_err(|e| format!("failed to remove container log {log_path}: {e}"))?;
+        let result = tokio::task::spawn_blocking(move || -> Result<(), LogRemovalError> {
+            remove_log_files(&log_path).map_err(|source| LogRemovalError::Log {
+                path: log_path.clone(),
+                source,
+            })?;
             if let Some(link) = link {
                 match std::fs::remove_file(&link) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(format!(
-                            "failed to remove container log legacy symbolic link {}: {e}",
-                            link.display()
-                        ));
-                    }
+                    Err(source) => return Err(LogRemovalError::LegacyLink { link, source }),
                 }
             }
             Ok(())
         })
         .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r);
-        result.map_err(|reason| CriError::InvalidResponse {
+        .unwrap_or_else(|e| Err(LogRemovalError::Blocking(e)));
+        result.map_err(|e| CriError::InvalidResponse {
             endpoint: String::new(),
             rpc: "RemoveContainer",
-            reason,
+            reason: e.to_string(),
         })
     }
+}
+
+/// Removing a container's log files failed.
+#[derive(Debug, thiserror::Error)]
+enum LogRemovalError {
+    #[error("failed to remove container log {path}: {source}")]
+    Log {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to remove container log legacy symbolic link {}: {source}", link.display())]
+    LegacyLink {
+        link: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The blocking removal panicked or was cancelled.
+    #[error("{0}")]
+    Blocking(#[source] tokio::task::JoinError),
 }
 
 /// Removes `<log_path>` and its rotated siblings `<log_path>*`.

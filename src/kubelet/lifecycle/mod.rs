@@ -6,18 +6,37 @@
 
 use k8s_openapi::api::core::v1::{Node, PodStatus};
 
+/// Why the Node the kubelet runs on could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeGetError {
+    /// No copy of the node is known (yet).
+    #[error("node {0:?} not found")]
+    NotFound(String),
+    /// The getter failed otherwise.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<String> for NodeGetError {
+    fn from(message: String) -> Self {
+        NodeGetError::Other(message.into())
+    }
+}
+
 /// Reads the Node the kubelet believes it runs on: the API's copy when there
 /// is one, else the kubelet's locally built initial Node.
 pub trait NodeGetter: Send + Sync {
-    fn get_node_any_way(&self) -> Result<Node, String>;
+    fn get_node_any_way(&self) -> Result<Node, NodeGetError>;
 }
 
-impl<F> NodeGetter for F
+/// Any closure whose error converts into [`NodeGetError`] is a getter.
+impl<F, E> NodeGetter for F
 where
-    F: Fn() -> Result<Node, String> + Send + Sync,
+    F: Fn() -> Result<Node, E> + Send + Sync,
+    E: Into<NodeGetError>,
 {
-    fn get_node_any_way(&self) -> Result<Node, String> {
-        self()
+    fn get_node_any_way(&self) -> Result<Node, NodeGetError> {
+        self().map_err(Into::into)
     }
 }
 

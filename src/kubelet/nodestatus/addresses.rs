@@ -9,6 +9,72 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::NodeAddress;
 
+/// A malformed `--node-ip` flag.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeIpFlagError {
+    #[error("--node-ip {arg:?}: {value:?} is not a valid IP address")]
+    NotAnIp {
+        arg: String,
+        value: String,
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    #[error("--node-ip {arg:?}: dual-stack --node-ip must have one IPv4 and one IPv6 address")]
+    SameFamily { arg: String },
+    #[error("--node-ip {arg:?}: must contain at most two IP addresses")]
+    TooMany { arg: String },
+}
+
+/// Choosing or validating the node's address failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AddressError {
+    #[error("nodeIP can't be loopback address")]
+    Loopback,
+    #[error("nodeIP can't be a multicast address")]
+    Multicast,
+    #[error("nodeIP can't be a link-local unicast address")]
+    LinkLocal,
+    #[error("nodeIP can't be an all zeros address")]
+    Unspecified,
+    #[error("node IP: {0:?} not found in the host's network interfaces")]
+    NotOnHost(IpAddr),
+    /// Listing the host's interfaces failed.
+    #[error("{0}")]
+    Interfaces(#[source] nix::Error),
+    #[error("{}: {source}", path.display())]
+    RouteFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no default routes found in {v4:?} or {v6:?}")]
+    NoDefaultRoutes { v4: PathBuf, v6: PathBuf },
+    #[error("no acceptable interface with global unicast address found on host")]
+    NoGlobalInterface,
+    #[error("unable to select an IP from default routes.")]
+    NoRouteAddress,
+    #[error("failed to validate nodeIP: {0}")]
+    InvalidNodeIp(#[source] Box<AddressError>),
+    #[error("failed to validate secondaryNodeIP: {0}")]
+    InvalidSecondaryNodeIp(#[source] Box<AddressError>),
+    /// No node IP: the interface choice failed (`source`), after the last
+    /// resolved address of the node name was rejected (`resolved`).
+    #[error("can't get ip address of node {node}. error: {source}{}", semicolon(.resolved))]
+    NoNodeIp {
+        node: String,
+        #[source]
+        source: Box<AddressError>,
+        resolved: Option<Box<AddressError>>,
+    },
+    /// The blocking task that read the host panicked or was cancelled.
+    #[error("{0}")]
+    Blocking(#[source] tokio::task::JoinError),
+}
+
+fn semicolon(e: &Option<Box<AddressError>>) -> String {
+    e.as_ref().map(|e| format!("; {e}")).unwrap_or_default()
+}
+
 /// A host interface address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IfAddr {
@@ -41,12 +107,12 @@ impl Default for HostNetwork {
 
 impl HostNetwork {
     /// Every interface address (blocking).
-    pub fn addrs(&self) -> Result<Vec<IfAddr>, String> {
+    pub fn addrs(&self) -> Result<Vec<IfAddr>, AddressError> {
         if let Some(i) = &self.interfaces {
             return Ok(i.clone());
         }
         use nix::net::if_::InterfaceFlags;
-        let list = nix::ifaddrs::getifaddrs().map_err(|e| e.to_string())?;
+        let list = nix::ifaddrs::getifaddrs().map_err(AddressError::Interfaces)?;
         Ok(list
             .filter_map(|a| {
                 let addr = a.address?;
@@ -80,30 +146,31 @@ pub struct AddressConfig {
 }
 
 /// Parses `--node-ip`: empty, one IP, or two of different families.
-pub fn parse_node_ips(arg: &str) -> Result<Vec<IpAddr>, String> {
+pub fn parse_node_ips(arg: &str) -> Result<Vec<IpAddr>, NodeIpFlagError> {
     if arg.trim().is_empty() {
         return Ok(Vec::new());
     }
     let ips: Vec<IpAddr> = arg
         .split(',')
         .map(|s| {
-            s.trim().parse::<IpAddr>().map_err(|_| {
-                format!(
-                    "--node-ip {arg:?}: {:?} is not a valid IP address",
-                    s.trim()
-                )
-            })
+            s.trim()
+                .parse::<IpAddr>()
+                .map_err(|source| NodeIpFlagError::NotAnIp {
+                    arg: arg.to_string(),
+                    value: s.trim().to_string(),
+                    source,
+                })
         })
         .collect::<Result<_, _>>()?;
     match ips.as_slice() {
         [_] => Ok(ips),
         [a, b] if a.is_ipv4() != b.is_ipv4() => Ok(ips),
-        [_, _] => Err(format!(
-            "--node-ip {arg:?}: dual-stack --node-ip must have one IPv4 and one IPv6 address"
-        )),
-        _ => Err(format!(
-            "--node-ip {arg:?}: must contain at most two IP addresses"
-        )),
+        [_, _] => Err(NodeIpFlagError::SameFamily {
+            arg: arg.to_string(),
+        }),
+        _ => Err(NodeIpFlagError::TooMany {
+            arg: arg.to_string(),
+        }),
     }
 }
 
@@ -127,32 +194,32 @@ pub fn is_global_unicast(ip: &IpAddr) -> bool {
 
 /// The node IP must be a usable unicast address of one of this host's
 /// interfaces.
-pub fn validate_node_ip(ip: &IpAddr, host: &HostNetwork) -> Result<(), String> {
+pub fn validate_node_ip(ip: &IpAddr, host: &HostNetwork) -> Result<(), AddressError> {
     if ip.is_loopback() {
-        return Err("nodeIP can't be loopback address".into());
+        return Err(AddressError::Loopback);
     }
     if ip.is_multicast() {
-        return Err("nodeIP can't be a multicast address".into());
+        return Err(AddressError::Multicast);
     }
     if is_link_local_unicast(ip) {
-        return Err("nodeIP can't be a link-local unicast address".into());
+        return Err(AddressError::LinkLocal);
     }
     if ip.is_unspecified() {
-        return Err("nodeIP can't be an all zeros address".into());
+        return Err(AddressError::Unspecified);
     }
     if host.addrs()?.iter().any(|a| a.ip == *ip) {
         return Ok(());
     }
-    Err(format!(
-        "node IP: {ip:?} not found in the host's network interfaces"
-    ))
+    Err(AddressError::NotOnHost(*ip))
 }
 
 /// A default route: (interface, IPv4?).
-fn default_routes(host: &HostNetwork) -> Result<Vec<(String, bool)>, String> {
+fn default_routes(host: &HostNetwork) -> Result<Vec<(String, bool)>, AddressError> {
     let read = |p: &Path| std::fs::read_to_string(p);
-    let v4 = read(&host.ipv4_route_file)
-        .map_err(|e| format!("{}: {e}", host.ipv4_route_file.display()))?;
+    let v4 = read(&host.ipv4_route_file).map_err(|source| AddressError::RouteFile {
+        path: host.ipv4_route_file.clone(),
+        source,
+    })?;
     let mut routes = Vec::new();
     for line in v4.lines() {
         if line.starts_with("Iface") {
@@ -173,10 +240,10 @@ fn default_routes(host: &HostNetwork) -> Result<Vec<(String, bool)>, String> {
         }
     }
     if routes.is_empty() {
-        return Err(format!(
-            "no default routes found in {:?} or {:?}",
-            host.ipv4_route_file, host.ipv6_route_file
-        ));
+        return Err(AddressError::NoDefaultRoutes {
+            v4: host.ipv4_route_file.clone(),
+            v6: host.ipv6_route_file.clone(),
+        });
     }
     Ok(routes)
 }
@@ -190,7 +257,7 @@ fn global_ip_of<'a>(addrs: &'a [IfAddr], iface: &str, v4: bool) -> Option<&'a If
 
 /// The IP of the interface carrying a default route (Go's
 /// ChooseHostInterface, IPv4 preferred unless `prefer_v6`).
-pub fn choose_host_interface(host: &HostNetwork, prefer_v6: bool) -> Result<IpAddr, String> {
+pub fn choose_host_interface(host: &HostNetwork, prefer_v6: bool) -> Result<IpAddr, AddressError> {
     let families = if prefer_v6 {
         [false, true]
     } else {
@@ -208,7 +275,7 @@ pub fn choose_host_interface(host: &HostNetwork, prefer_v6: bool) -> Result<IpAd
                 return Ok(a.ip);
             }
         }
-        return Err("no acceptable interface with global unicast address found on host".into());
+        return Err(AddressError::NoGlobalInterface);
     }
     let routes = default_routes(host)?;
     for v4 in families {
@@ -227,14 +294,14 @@ pub fn choose_host_interface(host: &HostNetwork, prefer_v6: bool) -> Result<IpAd
             }
         }
     }
-    Err("unable to select an IP from default routes.".into())
+    Err(AddressError::NoRouteAddress)
 }
 
 /// The node's addresses: InternalIP and Hostname.
 pub async fn node_addresses(
     cfg: &AddressConfig,
     node_name: &str,
-) -> Result<Vec<NodeAddress>, String> {
+) -> Result<Vec<NodeAddress>, AddressError> {
     let node_ip = cfg.node_ips.first().copied();
     let specified = node_ip.filter(|ip| !ip.is_unspecified());
     let prefer_v4 = node_ip.is_none_or(|ip| ip.is_ipv4());
@@ -243,7 +310,7 @@ pub async fn node_addresses(
         let h = host.clone();
         blocking(move || validate_node_ip(&ip, &h))
             .await
-            .map_err(|e| format!("failed to validate nodeIP: {e}"))?;
+            .map_err(|e| AddressError::InvalidNodeIp(Box::new(e)))?;
         crate::vlog!(4, ip = %ip, "Using node IP");
     }
     if let Some(second) = cfg
@@ -255,7 +322,7 @@ pub async fn node_addresses(
         let h = host.clone();
         blocking(move || validate_node_ip(&second, &h))
             .await
-            .map_err(|e| format!("failed to validate secondaryNodeIP: {e}"))?;
+            .map_err(|e| AddressError::InvalidSecondaryNodeIp(Box::new(e)))?;
     }
     let ip = if let Some(ip) = specified {
         ip
@@ -263,7 +330,7 @@ pub async fn node_addresses(
         ip
     } else {
         let mut chosen: Option<IpAddr> = None;
-        let mut last_err = String::new();
+        let mut last_err: Option<AddressError> = None;
         if let Ok(addrs) = tokio::net::lookup_host((node_name, 0)).await {
             let resolved: Vec<IpAddr> = addrs.map(|a| a.ip()).collect();
             for a in resolved {
@@ -276,7 +343,7 @@ pub async fn node_addresses(
                     Ok(()) => {
                         chosen.get_or_insert(a);
                     }
-                    Err(e) => last_err = e,
+                    Err(e) => last_err = Some(e),
                 }
             }
         }
@@ -287,13 +354,10 @@ pub async fn node_addresses(
                 let prefer_v6 = node_ip.is_some_and(|ip| ip.is_ipv6());
                 blocking(move || choose_host_interface(&h, prefer_v6))
                     .await
-                    .map_err(|e| {
-                        let e = if last_err.is_empty() {
-                            e
-                        } else {
-                            format!("{e}; {last_err}")
-                        };
-                        format!("can't get ip address of node {node_name}. error: {e}")
+                    .map_err(|e| AddressError::NoNodeIp {
+                        node: node_name.to_string(),
+                        source: Box::new(e),
+                        resolved: last_err.map(Box::new),
                     })?
             }
         }
@@ -311,11 +375,11 @@ pub async fn node_addresses(
 }
 
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    f: impl FnOnce() -> Result<T, AddressError> + Send + 'static,
+) -> Result<T, AddressError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(AddressError::Blocking)?
 }
 
 #[cfg(test)]
@@ -366,6 +430,38 @@ eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
     }
 
     #[test]
+    fn messages_read_as_before() {
+        let msg = |arg: &str| parse_node_ips(arg).unwrap_err().to_string();
+        assert_eq!(
+            msg("nope"),
+            r#"--node-ip "nope": "nope" is not a valid IP address"#
+        );
+        assert_eq!(
+            msg("10.0.0.1,10.0.0.2"),
+            r#"--node-ip "10.0.0.1,10.0.0.2": dual-stack --node-ip must have one IPv4 and one IPv6 address"#
+        );
+        let no_ip = |resolved: Option<AddressError>| AddressError::NoNodeIp {
+            node: "n1".into(),
+            source: Box::new(AddressError::NoRouteAddress),
+            resolved: resolved.map(Box::new),
+        };
+        assert_eq!(
+            no_ip(None).to_string(),
+            "can't get ip address of node n1. error: unable to select an IP from default routes."
+        );
+        assert_eq!(
+            no_ip(Some(AddressError::Loopback)).to_string(),
+            "can't get ip address of node n1. error: unable to select an IP from default routes.; nodeIP can't be loopback address"
+        );
+        let invalid = AddressError::InvalidNodeIp(Box::new(AddressError::Unspecified));
+        assert_eq!(
+            invalid.to_string(),
+            "failed to validate nodeIP: nodeIP can't be an all zeros address"
+        );
+        assert!(std::error::Error::source(&invalid).is_some());
+    }
+
+    #[test]
     fn validate_table() {
         let dir = tempfile::tempdir().unwrap();
         let h = host(
@@ -391,7 +487,9 @@ eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
             ),
         ];
         for (ip, want) in cases {
-            let got = validate_node_ip(&ip.parse().unwrap(), &h).err();
+            let got = validate_node_ip(&ip.parse().unwrap(), &h)
+                .err()
+                .map(|e| e.to_string());
             assert_eq!(got.as_deref(), want, "{ip}");
         }
     }
@@ -422,6 +520,7 @@ eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
         assert!(
             choose_host_interface(&none, false)
                 .unwrap_err()
+                .to_string()
                 .contains("no default routes")
         );
         // No routing table: the first global address of an up, non-loopback interface.
@@ -473,7 +572,7 @@ eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
                         ("Hostname", hostname)
                     );
                 }
-                (Err(e), Err(w)) => assert!(e.starts_with(w), "{e}"),
+                (Err(e), Err(w)) => assert!(e.to_string().starts_with(w), "{e}"),
                 (got, want) => panic!("{ips} {hostname}: got {got:?}, want {want:?}"),
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::addresses::{AddressConfig, node_addresses};
 use super::runtime_state::RuntimeState;
-use super::setters::{SetterConfig, StatusInputs, apparmor_enabled};
+use super::setters::{SetterConfig, StatusInputs, VersionInfoError, apparmor_enabled};
 use super::sources::{PressureSource, RuntimeInfo, VolumesInUse};
 use crate::cadvisor::MachineInfoProvider;
 use crate::cm::ContainerManager;
@@ -61,17 +61,20 @@ impl StatusSources {
     pub async fn gather(&self, setter: &SetterConfig, address: &AddressConfig) -> StatusInputs {
         let cm = &self.container_manager;
         let machine = self.machine.clone();
-        let version_info = tokio::task::spawn_blocking(move || machine.version_info())
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
-        let mut images = self.runtime.list_images().await;
+        let version_info = match tokio::task::spawn_blocking(move || machine.version_info()).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(Arc::new(VersionInfoError::from(e))),
+            Err(e) => Err(Arc::new(VersionInfoError::from(e))),
+        };
+        let mut images = self.runtime.list_images().await.map_err(Arc::new);
         if let Ok(list) = images.as_mut() {
             list.sort_by_key(|i| std::cmp::Reverse(i.size));
         }
         StatusInputs {
             now: self.clock.now(),
-            addresses: node_addresses(address, &setter.node_name).await,
+            addresses: node_addresses(address, &setter.node_name)
+                .await
+                .map_err(Arc::new),
             machine_info: Ok(cm.machine_info().clone()),
             capacity: cm
                 .get_capacity(setter.local_storage_capacity_isolation)
@@ -79,7 +82,7 @@ impl StatusSources {
             allocatable_reservation: cm.get_node_allocatable_reservation(),
             version_info,
             runtime_type: self.runtime.runtime_type(),
-            runtime_version: self.runtime.version().await,
+            runtime_version: self.runtime.version().await.map_err(Arc::new),
             images,
             memory_pressure: self.pressure.memory_pressure(),
             disk_pressure: self.pressure.disk_pressure(),

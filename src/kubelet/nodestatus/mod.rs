@@ -12,14 +12,18 @@ pub use crate::kubelet::runtime_state;
 pub mod setters;
 pub mod sources;
 
-pub use addresses::{AddressConfig, HostNetwork, node_addresses, parse_node_ips};
+pub use addresses::{
+    AddressConfig, AddressError, HostNetwork, NodeIpFlagError, node_addresses, parse_node_ips,
+};
 pub use gather::{ShutdownErrorsFn, StatusSources};
 pub use lister::NodeLister;
 pub use runtime_state::RuntimeState;
-pub use setters::{SetterConfig, StatusEvent, StatusInputs, set_node_status};
+pub use setters::{
+    SetterConfig, SetterError, StatusEvent, StatusInputs, VersionInfoError, set_node_status,
+};
 pub use sources::{
     CriRuntimeInfo, NoPressure, NoVolumes, PressureSource, RuntimeAdapter, RuntimeInfo,
-    VolumesInUse,
+    RuntimeInfoError, VolumesInUse,
 };
 
 /// GOARCH of this build (`amd64`, `arm64`, ...), as node labels and node

@@ -6,6 +6,7 @@
 //! events to record.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{
@@ -15,7 +16,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::cadvisor::{MachineInfo, VersionInfo};
+use super::addresses::AddressError;
+use super::sources::RuntimeInfoError;
+use crate::cadvisor::{MachineInfo, MachineInfoError, VersionInfo};
 use crate::cm::capacity::{allocatable, capacity_from_machine_info, pods_capacity};
 use crate::cm::resources::{
     RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS, ResourceList,
@@ -43,22 +46,47 @@ pub struct SetterConfig {
     pub kubelet_version: String,
 }
 
-/// What the setters read, gathered for one status computation.
+/// Reading the kernel version and OS image failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionInfoError {
+    #[error(transparent)]
+    Machine(#[from] MachineInfoError),
+    /// The blocking read panicked or was cancelled.
+    #[error(transparent)]
+    Blocking(#[from] tokio::task::JoinError),
+}
+
+/// A setter that could not fill in its part: the input it reads failed
+/// (shared with the inputs, which are cloned).
+#[derive(Debug, thiserror::Error)]
+pub enum SetterError {
+    #[error(transparent)]
+    Addresses(Arc<AddressError>),
+    #[error("error getting machine info: {0}")]
+    MachineInfo(#[source] Arc<MachineInfoError>),
+    #[error("error getting version info: {0}")]
+    VersionInfo(#[source] Arc<VersionInfoError>),
+    #[error("error getting image list: {0}")]
+    Images(#[source] Arc<RuntimeInfoError>),
+}
+
+/// What the setters read, gathered for one status computation. A failed
+/// read is shared (`Arc`) so the inputs stay cheap to clone.
 #[derive(Debug, Clone)]
 pub struct StatusInputs {
     pub now: SystemTime,
-    pub addresses: Result<Vec<NodeAddress>, String>,
-    pub machine_info: Result<MachineInfo, String>,
+    pub addresses: Result<Vec<NodeAddress>, Arc<AddressError>>,
+    pub machine_info: Result<MachineInfo, Arc<MachineInfoError>>,
     /// The container manager's capacity (for ephemeral-storage).
     pub capacity: ResourceList,
     /// What is withheld from pods (reservations and hard eviction).
     pub allocatable_reservation: ResourceList,
-    pub version_info: Result<VersionInfo, String>,
+    pub version_info: Result<VersionInfo, Arc<VersionInfoError>>,
     pub runtime_type: String,
     /// `<type>://<version>`.
-    pub runtime_version: Result<String, String>,
+    pub runtime_version: Result<String, Arc<RuntimeInfoError>>,
     /// Sorted largest first.
-    pub images: Result<Vec<Image>, String>,
+    pub images: Result<Vec<Image>, Arc<RuntimeInfoError>>,
     pub memory_pressure: bool,
     pub disk_pressure: bool,
     pub pid_pressure: bool,
@@ -181,8 +209,8 @@ pub fn set_node_status(
     events
 }
 
-fn set_addresses(status: &mut NodeStatus, inputs: &StatusInputs) -> Result<(), String> {
-    status.addresses = Some(inputs.addresses.clone()?);
+fn set_addresses(status: &mut NodeStatus, inputs: &StatusInputs) -> Result<(), SetterError> {
+    status.addresses = Some(inputs.addresses.clone().map_err(SetterError::Addresses)?);
     Ok(())
 }
 
@@ -191,7 +219,7 @@ fn set_machine_info(
     cfg: &SetterConfig,
     inputs: &StatusInputs,
     events: &mut Vec<StatusEvent>,
-) -> Result<(), String> {
+) -> Result<(), SetterError> {
     let capacity = status.capacity.get_or_insert_with(BTreeMap::new);
     let info = inputs.machine_info.as_ref();
     let result = match info {
@@ -202,7 +230,7 @@ fn set_machine_info(
                 RESOURCE_PODS.into(),
                 to_api(&Quantity::from_decimal(cfg.max_pods)),
             );
-            Err(format!("error getting machine info: {e}"))
+            Err(SetterError::MachineInfo(e.clone()))
         }
         Ok(info) => {
             let node_info = status.node_info.get_or_insert_with(NodeSystemInfo::default);
@@ -251,11 +279,11 @@ fn set_version_info(
     status: &mut NodeStatus,
     cfg: &SetterConfig,
     inputs: &StatusInputs,
-) -> Result<(), String> {
+) -> Result<(), SetterError> {
     let v = inputs
         .version_info
         .as_ref()
-        .map_err(|e| format!("error getting version info: {e}"))?;
+        .map_err(|e| SetterError::VersionInfo(e.clone()))?;
     let info = status.node_info.get_or_insert_with(NodeSystemInfo::default);
     info.kernel_version = v.kernel_version.clone();
     info.os_image = v.os_image.clone();
@@ -280,12 +308,12 @@ fn set_images(
     status: &mut NodeStatus,
     cfg: &SetterConfig,
     inputs: &StatusInputs,
-) -> Result<(), String> {
+) -> Result<(), SetterError> {
     let images = match &inputs.images {
         Ok(i) => i,
         Err(e) => {
             status.images = None;
-            return Err(format!("error getting image list: {e}"));
+            return Err(SetterError::Images(e.clone()));
         }
     };
     let limit = if cfg.node_status_max_images > -1 {

@@ -290,7 +290,10 @@ fn ready_message_variants() {
         (
             "no machine info",
             |i| {
-                i.machine_info = Err("boom".into());
+                i.machine_info = Err(std::sync::Arc::new(MachineInfoError::Parse {
+                    path: "/proc/cpuinfo".into(),
+                    detail: "boom".into(),
+                }));
                 i.capacity.clear();
             },
             "False",

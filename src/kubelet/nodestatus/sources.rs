@@ -6,8 +6,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::cri::{ImageService, RuntimeService};
-use crate::kubelet::container::{Image, Runtime, RuntimeCondition, RuntimeStatus};
+use crate::cri::{CriError, ImageService, RuntimeService};
+use crate::kubelet::container::{Image, Runtime, RuntimeCondition, RuntimeError, RuntimeStatus};
+
+/// A runtime call node status made failed; reads as the runtime's error.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeInfoError {
+    /// Through the kubelet's runtime manager.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// Straight over the CRI.
+    #[error(transparent)]
+    Cri(#[from] CriError),
+}
 
 /// What node status asks of the container runtime.
 #[async_trait]
@@ -15,11 +26,11 @@ pub trait RuntimeInfo: Send + Sync + 'static {
     /// The runtime's name (`containerd`).
     fn runtime_type(&self) -> String;
     /// `<name>://<version>`.
-    async fn version(&self) -> Result<String, String>;
-    async fn status(&self) -> Result<RuntimeStatus, String>;
-    async fn list_images(&self) -> Result<Vec<Image>, String>;
+    async fn version(&self) -> Result<String, RuntimeInfoError>;
+    async fn status(&self) -> Result<RuntimeStatus, RuntimeInfoError>;
+    async fn list_images(&self) -> Result<Vec<Image>, RuntimeInfoError>;
     /// Hands the node's pod CIDR to the runtime (its network config).
-    async fn update_pod_cidr(&self, cidr: &str) -> Result<(), String>;
+    async fn update_pod_cidr(&self, cidr: &str) -> Result<(), RuntimeInfoError>;
 }
 
 /// Node status over the kubelet's runtime manager (which has no pod CIDR
@@ -31,16 +42,16 @@ impl RuntimeInfo for RuntimeAdapter {
     fn runtime_type(&self) -> String {
         self.0.runtime_type().to_string()
     }
-    async fn version(&self) -> Result<String, String> {
-        self.0.version().await.map_err(|e| e.to_string())
+    async fn version(&self) -> Result<String, RuntimeInfoError> {
+        self.0.version().await.map_err(RuntimeInfoError::from)
     }
-    async fn status(&self) -> Result<RuntimeStatus, String> {
-        self.0.status().await.map_err(|e| e.to_string())
+    async fn status(&self) -> Result<RuntimeStatus, RuntimeInfoError> {
+        self.0.status().await.map_err(RuntimeInfoError::from)
     }
-    async fn list_images(&self) -> Result<Vec<Image>, String> {
-        self.0.list_images().await.map_err(|e| e.to_string())
+    async fn list_images(&self) -> Result<Vec<Image>, RuntimeInfoError> {
+        self.0.list_images().await.map_err(RuntimeInfoError::from)
     }
-    async fn update_pod_cidr(&self, cidr: &str) -> Result<(), String> {
+    async fn update_pod_cidr(&self, cidr: &str) -> Result<(), RuntimeInfoError> {
         crate::vlog!(
             4,
             cidr,
@@ -73,22 +84,17 @@ impl RuntimeInfo for CriRuntimeInfo {
         self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    async fn version(&self) -> Result<String, String> {
+    async fn version(&self) -> Result<String, RuntimeInfoError> {
         let v = self
             .runtime
             .version(crate::cri::KUBE_RUNTIME_API_VERSION)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         *self.name.lock().unwrap_or_else(|p| p.into_inner()) = v.runtime_name.clone();
         Ok(format!("{}://{}", v.runtime_name, v.runtime_version))
     }
 
-    async fn status(&self) -> Result<RuntimeStatus, String> {
-        let s = self
-            .runtime
-            .status(false)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn status(&self) -> Result<RuntimeStatus, RuntimeInfoError> {
+        let s = self.runtime.status(false).await?;
         let conditions = s
             .status
             .map(|st| st.conditions)
@@ -104,12 +110,8 @@ impl RuntimeInfo for CriRuntimeInfo {
         Ok(RuntimeStatus { conditions })
     }
 
-    async fn list_images(&self) -> Result<Vec<Image>, String> {
-        let list = self
-            .images
-            .list_images(None)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn list_images(&self) -> Result<Vec<Image>, RuntimeInfoError> {
+        let list = self.images.list_images(None).await?;
         Ok(list
             .into_iter()
             .map(|i| Image {
@@ -122,16 +124,13 @@ impl RuntimeInfo for CriRuntimeInfo {
             .collect())
     }
 
-    async fn update_pod_cidr(&self, cidr: &str) -> Result<(), String> {
+    async fn update_pod_cidr(&self, cidr: &str) -> Result<(), RuntimeInfoError> {
         let cfg = crate::cri::api::RuntimeConfig {
             network_config: Some(crate::cri::api::NetworkConfig {
                 pod_cidr: cidr.to_string(),
             }),
         };
-        self.runtime
-            .update_runtime_config(&cfg)
-            .await
-            .map_err(|e| e.to_string())
+        Ok(self.runtime.update_runtime_config(&cfg).await?)
     }
 }
 

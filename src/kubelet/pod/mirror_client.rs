@@ -28,6 +28,9 @@ use crate::kubelet::types::{
 pub enum MirrorError {
     #[error("failed to get node UID: {0}")]
     NodeUid(String),
+    /// The node lister could not give the node.
+    #[error("failed to get node UID: {0}")]
+    NodeLister(#[from] crate::kubelet::lifecycle::NodeGetError),
     #[error(transparent)]
     FullName(#[from] PodFullNameError),
     #[error("creating mirror pod {namespace}/{name}: {source}")]
@@ -78,7 +81,7 @@ impl BasicMirrorClient {
 
     async fn node_uid(&self) -> Result<String, MirrorError> {
         let node = match &self.node_lister {
-            Some(lister) => lister.get_node_any_way().map_err(MirrorError::NodeUid)?,
+            Some(lister) => lister.get_node_any_way()?,
             None => Api::<Node>::all(self.client.clone())
                 .get(&self.node_name)
                 .await

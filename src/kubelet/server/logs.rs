@@ -184,7 +184,7 @@ async fn serve(logs: Arc<dyn ContainerLogs>, req: Request<RequestBody>) -> Respo
         if let Err(e) = streamer(tx).await {
             // Headers are gone already: the error ends the body, as Go's
             // late WriteError does.
-            let _ = tail.send(Bytes::from(e)).await;
+            let _ = tail.send(Bytes::from(e.to_string())).await;
         }
     });
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx)

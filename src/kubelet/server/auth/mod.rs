@@ -221,24 +221,25 @@ mod tests {
     use super::*;
     use http_body_util::BodyExt;
 
-    struct Fixed(Result<Option<UserInfo>, String>);
+    /// Authentication answering this (`Err`: fails with this message).
+    struct Fixed(Result<Option<UserInfo>, &'static str>);
 
     #[async_trait::async_trait]
     impl Authenticator for Fixed {
         async fn authenticate(&self, _req: &Parts) -> Result<Option<UserInfo>, AuthError> {
-            self.0.clone().map_err(AuthError::Other)
+            self.0.clone().map_err(|e| AuthError::Other(e.into()))
         }
     }
 
-    struct FixedAuthz(Result<Decision, String>);
+    /// Authorization answering this (`Err`: fails with this message).
+    struct FixedAuthz(Result<Decision, &'static str>);
 
     #[async_trait::async_trait]
     impl Authorizer for FixedAuthz {
         async fn authorize(&self, _attrs: &Attributes) -> Result<(Decision, String), AuthError> {
             self.0
-                .clone()
                 .map(|d| (d, String::new()))
-                .map_err(AuthError::Other)
+                .map_err(|e| AuthError::Other(e.into()))
         }
     }
 
@@ -253,8 +254,8 @@ mod tests {
     async fn filter_table() {
         let cases: Vec<(
             &str,
-            Result<Option<UserInfo>, String>,
-            Result<Decision, String>,
+            Result<Option<UserInfo>, &'static str>,
+            Result<Decision, &'static str>,
             &str,
             Option<(u16, &str)>,
         )> = vec![
@@ -274,7 +275,7 @@ mod tests {
             ),
             (
                 "authn error",
-                Err("bad cert".into()),
+                Err("bad cert"),
                 Ok(Decision::Allow),
                 "/healthz",
                 Some((401, "Unauthorized")),
@@ -302,7 +303,7 @@ mod tests {
             (
                 "authz error",
                 Ok(Some(alice())),
-                Err("webhook down".into()),
+                Err("webhook down"),
                 "/metrics",
                 Some((
                     500,

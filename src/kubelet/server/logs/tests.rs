@@ -4,6 +4,7 @@ use http_body_util::BodyExt;
 
 use super::*;
 use crate::kubelet::container_logs::LogStreamer;
+use crate::kubelet::kuberuntime::logs::LogsError;
 use crate::kubelet::server::router::request_body;
 
 #[test]
@@ -93,7 +94,10 @@ impl ContainerLogs for OnePod {
                 for line in ["a\n", "b\n"] {
                     let _ = sink.send(Bytes::from(line)).await;
                 }
-                Err("failed to read log file".to_string())
+                Err(LogsError::Read {
+                    path: "/var/log/pods/ns_p_u/c/0.log".into(),
+                    source: std::io::Error::other("unexpected EOF"),
+                })
             })
         }))
     }
@@ -120,13 +124,13 @@ async fn answers_table() {
             Method::GET,
             "/containerLogs/ns/p/c",
             200,
-            "a\nb\nfailed to read log file",
+            "a\nb\nfailed to read log file \"/var/log/pods/ns_p_u/c/0.log\": unexpected EOF",
         ),
         (
             Method::GET,
             "/containerLogs/ns/p/c?tailLines=1&follow=1",
             200,
-            "a\nb\nfailed to read log file",
+            "a\nb\nfailed to read log file \"/var/log/pods/ns_p_u/c/0.log\": unexpected EOF",
         ),
         (
             Method::GET,

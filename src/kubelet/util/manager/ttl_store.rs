@@ -22,9 +22,9 @@ pub const OBJECT_TTL_ANNOTATION_KEY: &str = "node.alpha.kubernetes.io/ttl";
 pub type GetObjectTtl = Arc<dyn Fn() -> Option<Duration> + Send + Sync>;
 
 /// The TTL from the Node's annotation (Go's GetObjectTTLFromNodeFunc).
-pub fn ttl_from_node<F>(get_node: F) -> GetObjectTtl
+pub fn ttl_from_node<F, E>(get_node: F) -> GetObjectTtl
 where
-    F: Fn() -> Result<Node, String> + Send + Sync + 'static,
+    F: Fn() -> Result<Node, E> + Send + Sync + 'static,
 {
     Arc::new(move || {
         let node = get_node().ok()?;
