@@ -36,7 +36,7 @@ use crate::kubelet::events::{EventRecorder, LoggingRecorder};
 use crate::kubelet::eviction::{EvictionAdmitHandler, EvictionManager};
 use crate::kubelet::network::dns::DnsConfigurer;
 use crate::kubelet::pod_dirs::PodDirs;
-use crate::kubelet::pod_sync::{NoSecretManager, PodVolumes};
+use crate::kubelet::pod_sync::{NoSecretManager, PodVolumes, SecretManagerPullSecrets};
 use crate::kubelet::pod_workers::PodWorkersConfig;
 use crate::kubelet::prober::ProberManager;
 use crate::kubelet::prober::exec::CriCommandRunner;
@@ -238,7 +238,10 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         pod_container_manager: pod_container_manager.clone(),
         volumes,
         probes: Arc::new(Probes(prober.clone())),
-        secrets: Arc::new(NoSecretManager),
+        secrets: match &api_objects {
+            Some(a) => Arc::new(SecretManagerPullSecrets(a.objects.secrets.clone())),
+            None => Arc::new(NoSecretManager),
+        },
         mirror_pods: api_objects.as_ref().map(|a| a.mirror_pods.clone()),
         soft_admission: Arc::new(SoftAdmission::from_host()),
         admission_node: node::admission_node(&env, node_resources.clone(), api_objects.as_ref()),

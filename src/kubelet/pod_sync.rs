@@ -41,7 +41,7 @@ use crate::kubelet::status::{ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::sync_loop::admission::SoftAdmission;
 use crate::kubelet::types::{SyncPodType, is_static_pod};
 pub use mirror::MirrorPods;
-pub use seams::{NoSecretManager, PodVolumes, ProbeManager, PullSecrets};
+pub use seams::{NoSecretManager, PodVolumes, ProbeManager, PullSecrets, SecretManagerPullSecrets};
 
 /// Reasons of start failures that are back-offs: shown in status, not
 /// reported as sync errors.
@@ -296,7 +296,7 @@ impl PodSyncHandler for PodSyncer {
             }
         }
 
-        let pull_secrets = self.secrets.pull_secrets_for_pod(pod);
+        let pull_secrets = self.secrets.pull_secrets_for_pod(pod).await;
         self.probes.add_pod(pod);
 
         let result = self.runtime.sync_pod(pod, &status, &pull_secrets).await;

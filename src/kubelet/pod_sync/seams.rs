@@ -3,12 +3,14 @@
 //! real ones in `kubelet::build`, unit tests use fakes.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 
 use crate::kubelet::kuberuntime::VolumeMap;
 use crate::kubelet::status::ContainerProbeStatus;
+use crate::util::object_getters::SecretGetter;
 
 /// The volume manager as pod sync and housekeeping use it.
 #[async_trait]
@@ -46,8 +48,44 @@ pub trait ProbeManager: ContainerProbeStatus {
 }
 
 /// Image pull secrets of a pod (the secret manager; none in standalone).
+#[async_trait]
 pub trait PullSecrets: Send + Sync + 'static {
-    fn pull_secrets_for_pod(&self, pod: &Pod) -> Vec<Secret>;
+    async fn pull_secrets_for_pod(&self, pod: &Pod) -> Vec<Secret>;
+}
+
+/// The pod's named pull secrets read through the secret manager (Go's
+/// getPullSecretsForPod): entries without a name are skipped, one that
+/// cannot be read is logged and the pull goes on without it.
+pub struct SecretManagerPullSecrets(pub Arc<dyn SecretGetter>);
+
+#[async_trait]
+impl PullSecrets for SecretManagerPullSecrets {
+    async fn pull_secrets_for_pod(&self, pod: &Pod) -> Vec<Secret> {
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let mut out = Vec::new();
+        for name in pull_secret_names(pod) {
+            match self.0.get_secret(namespace, name).await {
+                Ok(secret) => out.push(secret),
+                Err(e) => tracing::info!(
+                    pod = %crate::kubelet::container::format_pod(pod),
+                    secret = %format!("{namespace}/{name}"),
+                    err = %e,
+                    "Unable to retrieve pull secret, the image pull may not succeed."
+                ),
+            }
+        }
+        out
+    }
+}
+
+fn pull_secret_names(pod: &Pod) -> impl Iterator<Item = &str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.image_pull_secrets.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|r| r.name.as_str())
+        .filter(|n| !n.is_empty())
 }
 
 /// Standalone: no API server, so named pull secrets cannot be fetched; each
@@ -55,22 +93,66 @@ pub trait PullSecrets: Send + Sync + 'static {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoSecretManager;
 
+#[async_trait]
 impl PullSecrets for NoSecretManager {
-    fn pull_secrets_for_pod(&self, pod: &Pod) -> Vec<Secret> {
-        for s in pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.image_pull_secrets.as_ref())
-            .into_iter()
-            .flatten()
-        {
+    async fn pull_secrets_for_pod(&self, pod: &Pod) -> Vec<Secret> {
+        for name in pull_secret_names(pod) {
             tracing::warn!(
                 pod = %crate::kubelet::container::format_pod(pod),
-                secret = %s.name,
+                secret = %name,
                 err = "no API server to read secrets from",
                 "Unable to retrieve pull secret, the image pull may not succeed."
             );
         }
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::object_getters::{GetError, ObjectKind};
+
+    struct Store;
+
+    #[async_trait]
+    impl SecretGetter for Store {
+        async fn get_secret(&self, namespace: &str, name: &str) -> Result<Secret, GetError> {
+            if name == "missing" {
+                return Err(GetError::NotFound {
+                    kind: ObjectKind::Secret,
+                    name: name.into(),
+                });
+            }
+            let mut s = Secret::default();
+            s.metadata.namespace = Some(namespace.into());
+            s.metadata.name = Some(name.into());
+            Ok(s)
+        }
+    }
+
+    #[tokio::test]
+    async fn named_pull_secrets_are_read_in_order_skipping_empty_and_unreadable_ones() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [], "imagePullSecrets": [
+                {"name": "b"}, {"name": ""}, {"name": "missing"}, {"name": "a"}]}
+        }))
+        .unwrap();
+        let got = SecretManagerPullSecrets(Arc::new(Store))
+            .pull_secrets_for_pod(&pod)
+            .await;
+        let names: Vec<_> = got
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}/{}",
+                    s.metadata.namespace.as_deref().unwrap_or_default(),
+                    s.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
+        assert_eq!(names, ["ns/b", "ns/a"]);
+        assert!(NoSecretManager.pull_secrets_for_pod(&pod).await.is_empty());
     }
 }
