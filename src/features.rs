@@ -331,7 +331,7 @@ pub enum FeatureGateError {
     BadValue {
         key: String,
         value: String,
-        source: crate::app::options::values::ValueError,
+        source: crate::util::strconv::ParseBoolError,
     },
 }
 
@@ -428,7 +428,7 @@ impl FeatureGate {
                 Some((k, v)) => (k.trim(), v.trim()),
                 None => return Err(FeatureGateError::MissingValue(item.trim().to_string())),
             };
-            let parsed = crate::app::options::values::parse_go_bool(value).map_err(|source| {
+            let parsed = crate::util::strconv::parse_go_bool(value).map_err(|source| {
                 FeatureGateError::BadValue {
                     key: key.to_string(),
                     value: value.to_string(),

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::cm::ContainerManager;
 use crate::cri::RuntimeServices;
 use crate::kubelet::container_logs::KubeletContainerLogs;

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use kube::api::{Api, GetParams, Patch, PatchParams, PostParams};
 use tokio::time::Instant;
 
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::kubelet::client::HeartbeatFailureFn;
 use crate::kubelet::events::{EventRecorder, EventType, node_ref, reasons};
 use crate::kubelet::nodestatus::patch::{node_status_has_changed, node_status_patch};
@@ -601,8 +601,8 @@ impl NodeStatusManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apis::config::flags::KubeletFlags;
     use crate::apis::config::types::KubeletConfiguration;
-    use crate::app::options::KubeletFlags;
     use crate::features::FeatureGate;
 
     #[test]

@@ -17,7 +17,7 @@ use super::build::adapters::{NodeResources, allocatable};
 use super::build::lifecycle::PodCore;
 use super::build::runtime::RuntimeParts;
 use super::build::sources::PodSources;
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::features::CONTAINER_CHECKPOINT;
 use crate::kubelet::pod_dirs::{DataDirOptions, setup_data_dirs};
 use crate::kubelet::runtime_state::RUNTIME_UP_PERIOD;

@@ -20,6 +20,7 @@ pub mod rlimit;
 pub mod router;
 pub mod signals;
 pub mod strategicpatch;
+pub mod strconv;
 pub mod swap;
 pub mod systemd;
 pub mod validation;

@@ -11,8 +11,10 @@
 pub mod decode;
 pub mod defaults;
 pub mod duration;
+pub mod flags;
 pub mod loader;
 pub mod quantity_serde;
+pub mod server;
 pub mod types;
 pub mod validation;
 

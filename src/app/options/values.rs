@@ -90,14 +90,10 @@ pub trait FlagValue {
 
 /// Go's `strconv.ParseBool`.
 pub fn parse_go_bool(s: &str) -> Result<bool, ValueError> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err(ValueError::Syntax {
-            func: "ParseBool",
-            input: s.to_string(),
-        }),
-    }
+    crate::util::strconv::parse_go_bool(s).map_err(|e| ValueError::Syntax {
+        func: "ParseBool",
+        input: e.input,
+    })
 }
 
 /// Go's rule for `_` in integer literals: only between digits (or after a

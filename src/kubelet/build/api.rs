@@ -18,7 +18,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tokio::sync::watch;
 
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::cadvisor::MachineInfoProvider;
 use crate::cm::PodContainerManager;
 use crate::kubelet::client::KubeClients;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::adapters::{NodeResources, allocatable};
 use super::api::{self, ApiObjects};
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::cm::ContainerManager;
 use crate::features;
 use crate::kubelet::network::dns::DnsConfigurer;

@@ -11,7 +11,7 @@ use super::api::ApiObjects;
 use super::lifecycle::PodCore;
 use super::node::NodeIps;
 use super::{BuildError, Env, node_ref};
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::cm::{ContainerManager, PodContainerManager};
 use crate::features;
 use crate::kubelet::container::{GcPolicy, Runtime};

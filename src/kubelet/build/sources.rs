@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::BuildError;
 use super::api::ApiObjects;
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::kubelet::config::{FileSource, HttpSource, PodConfig, PodUpdates, SourcesReady};
 use crate::kubelet::pod::PodManager;
 use crate::util::clock::Clock;

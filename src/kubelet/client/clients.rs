@@ -16,7 +16,7 @@ use super::connector::{ConnTracker, Connector};
 use super::kubeconfig;
 use super::ratelimit::{RateLimitLayer, TokenBucket, limiter_for};
 use super::timeout::RequestTimeoutLayer;
-use crate::app::server::KubeletServer;
+use crate::apis::config::server::KubeletServer;
 use crate::kubelet::certificate::bootstrap::{self, BootstrapParams, CLIENT_PAIR_PREFIX};
 use crate::kubelet::certificate::csr::{CsrSubject, KUBELET_CLIENT_SIGNER, kubelet_client_usages};
 use crate::kubelet::certificate::{CertificateManager, CsrClients, FileStore, ManagerConfig};
@@ -407,8 +407,8 @@ impl TransportWatch {
 mod tests {
     use super::*;
     use crate::apis::config::duration::Duration as ConfigDuration;
+    use crate::apis::config::flags::KubeletFlags;
     use crate::apis::config::types::KubeletConfiguration;
-    use crate::app::options::KubeletFlags;
     use crate::features::FeatureGate;
 
     #[test]
