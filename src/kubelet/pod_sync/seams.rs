@@ -1,6 +1,7 @@
 //! What pod sync asks of subsystems built elsewhere (the volume manager, the
 //! prober manager, the secret manager), as traits: the kubelet wires the
-//! real ones in `kubelet::build`, unit tests use fakes.
+//! real ones through `kubelet::build::lifecycle::compose`, unit tests fakes
+//! through the same composition.
 
 use std::collections::HashSet;
 use std::sync::Arc;
