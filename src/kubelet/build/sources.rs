@@ -26,8 +26,8 @@ pub fn build(
     api: Option<&ApiObjects>,
     clock: Arc<dyn Clock>,
 ) -> Result<(PodSources, Arc<PodManager>), BuildError> {
-    let (config, updates) = PodConfig::new(clock);
-    add_local_sources(server, node_name, &config)?;
+    let (config, updates) = PodConfig::new(clock.clone());
+    add_local_sources(server, node_name, &config, &clock)?;
     if let Some(a) = api {
         tracing::info!("Adding apiserver pod source");
         config.add_source(Box::new(a.pod_source(node_name)));
@@ -51,15 +51,14 @@ fn add_local_sources(
     server: &KubeletServer,
     node_name: &str,
     config: &PodConfig,
+    clock: &Arc<dyn Clock>,
 ) -> Result<(), BuildError> {
     let c = &server.config;
     if !c.static_pod_path.is_empty() {
         tracing::info!(path = %c.static_pod_path, "Adding static pod path");
-        config.add_source(Box::new(FileSource::new(
-            &c.static_pod_path,
-            node_name,
-            c.file_check_frequency.to_std(),
-        )));
+        let period = c.file_check_frequency.to_std();
+        let source = FileSource::new(&c.static_pod_path, node_name, period);
+        config.add_source(Box::new(source.with_clock(clock.clone())));
     }
     if !c.static_pod_url.is_empty() {
         tracing::info!(url = %c.static_pod_url, "Adding pod URL with HTTP header");

@@ -18,10 +18,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use super::common::StaticPodOrigin;
@@ -30,6 +31,7 @@ use super::error::{MAX_CONFIG_LENGTH, SourceError};
 use super::file_watch::{WatchEvent, Watcher};
 use super::pod_config::{PodSource, SourceSender};
 use crate::kubelet::types::FILE_SOURCE;
+use crate::util::clock::{Clock, RealClock};
 
 /// How soon a missing or lost path is watched for again.
 const WATCH_RETRY_PERIOD: Duration = Duration::from_secs(1);
@@ -41,6 +43,7 @@ pub struct FileSource {
     path: PathBuf,
     node_name: String,
     period: Duration,
+    clock: Arc<dyn Clock>,
 }
 
 impl FileSource {
@@ -56,10 +59,16 @@ impl FileSource {
             PathBuf::from(trimmed)
         };
         FileSource {
+            clock: Arc::new(RealClock),
             path,
             node_name: node_name.into(),
             period: period.max(Duration::from_millis(1)),
         }
+    }
+
+    /// The same source reading time through `clock`.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        FileSource { clock, ..self }
     }
 }
 
@@ -349,9 +358,10 @@ impl PodSource for FileSource {
         };
         let mut watcher = watch(&self.path);
         let mut backoff = WATCH_RETRY_PERIOD;
-        let mut retry_at = Instant::now() + WATCH_RETRY_PERIOD;
+        let clock = self.clock.clone();
+        let mut retry_at = clock.monotonic() + WATCH_RETRY_PERIOD;
         runner.relist().await;
-        let mut ticker = tokio::time::interval_at(Instant::now() + self.period, self.period);
+        let mut ticker = tokio::time::interval_at(clock.monotonic() + self.period, self.period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -362,7 +372,7 @@ impl PodSource for FileSource {
                         let (relist, lost) = runner.apply(events).await;
                         if lost {
                             watcher = None;
-                            retry_at = Instant::now();
+                            retry_at = clock.monotonic();
                         } else if relist {
                             runner.relist().await;
                         }
@@ -370,7 +380,7 @@ impl PodSource for FileSource {
                     Err(e) => {
                         tracing::error!(path = %self.path.display(), error = %e, "Unable to read config path");
                         watcher = None;
-                        retry_at = Instant::now() + backoff;
+                        retry_at = clock.monotonic() + backoff;
                         backoff = (backoff * 2).min(MAX_WATCH_RETRY_PERIOD);
                     }
                 },
@@ -384,11 +394,11 @@ impl PodSource for FileSource {
                         }
                         Err(e) if e.is_not_found() => {
                             runner.relist().await;
-                            retry_at = Instant::now() + WATCH_RETRY_PERIOD;
+                            retry_at = clock.monotonic() + WATCH_RETRY_PERIOD;
                         }
                         Err(e) => {
                             tracing::error!(path = %self.path.display(), error = %e, "Unable to read config path");
-                            retry_at = Instant::now() + backoff;
+                            retry_at = clock.monotonic() + backoff;
                             backoff = (backoff * 2).min(MAX_WATCH_RETRY_PERIOD);
                         }
                     }

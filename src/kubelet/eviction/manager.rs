@@ -140,14 +140,14 @@ impl EvictionManager {
     }
 
     async fn wait_for_pods_cleanup(&self, pods: &[Arc<Pod>]) {
-        let deadline = tokio::time::Instant::now() + POD_CLEANUP_TIMEOUT;
+        let deadline = self.deps.clock.monotonic() + POD_CLEANUP_TIMEOUT;
         loop {
             if pods.iter().all(|p| (self.deps.pod_cleaned_up)(p)) {
                 let names: Vec<String> = pods.iter().map(|p| format_pod(p)).collect();
                 tracing::info!(pods = ?names, "Eviction manager: pods successfully cleaned up");
                 return;
             }
-            if tokio::time::Instant::now() >= deadline {
+            if self.deps.clock.monotonic() >= deadline {
                 let names: Vec<String> = pods.iter().map(|p| format_pod(p)).collect();
                 tracing::warn!(pods = ?names, "Eviction manager: timed out waiting for pods to be cleaned up");
                 return;

@@ -5,7 +5,6 @@
 //! (maxParallelImagePulls) or freely.
 
 use std::sync::Arc;
-use std::time::Instant as StdInstant;
 
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use tokio::sync::Semaphore;
@@ -242,7 +241,7 @@ impl ImageManager {
             reasons::PULLING_IMAGE,
             &format!("Pulling image {raw:?}"),
         );
-        let started = StdInstant::now();
+        let started = self.backoff.clock().monotonic();
         let result = {
             let _slot = match &self.slots {
                 Some(s) => s.clone().acquire_owned().await.ok(),
@@ -254,7 +253,12 @@ impl ImageManager {
         };
         match result {
             Ok(r) => {
-                let took = go_duration_string(started.elapsed());
+                let took = go_duration_string(
+                    self.backoff
+                        .clock()
+                        .monotonic()
+                        .saturating_duration_since(started),
+                );
                 self.record(
                     pod,
                     container,

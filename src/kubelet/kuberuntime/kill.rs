@@ -137,7 +137,7 @@ impl KubeGenericRuntimeManager {
         else {
             return 0;
         };
-        let started = std::time::Instant::now();
+        let started = self.clock.monotonic();
         let hook = self.run_handler(id, pod, container, handler);
         let limit = Duration::from_secs(u64::try_from(grace).unwrap_or(0));
         match tokio::time::timeout(limit, hook).await {
@@ -159,7 +159,10 @@ impl KubeGenericRuntimeManager {
                 crate::vlog!(2, pod = %format_pod(pod), container = %container.name, grace_period = grace, "preStop hook not completed in grace period");
             }
         }
-        started.elapsed().as_secs() as i64
+        self.clock
+            .monotonic()
+            .saturating_duration_since(started)
+            .as_secs() as i64
     }
 
     /// Stops one container: event, preStop within the grace period, then

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, Probe};
 use tokio::sync::Notify;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use super::manager::{ProbeKey, Shared};
@@ -151,7 +151,7 @@ impl Worker {
             }
         }
 
-        let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
+        let mut ticker = tokio::time::interval_at(self.shared.clock.monotonic() + period, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         loop {
             let keep_going = tokio::select! {
@@ -186,7 +186,7 @@ impl Worker {
 
     /// Probes once and records the result; whether to keep probing.
     pub(crate) async fn do_probe(&mut self) -> bool {
-        let started = Instant::now();
+        let started = self.shared.clock.monotonic();
         let uid = pod_uid(&self.pod).to_string();
         let Some(status) = self.shared.status.get_pod_status(&uid) else {
             vlog!(3, pod = %self.pod_key(), "No status for pod");
@@ -310,7 +310,12 @@ impl Worker {
             ProbeResult::Failure => RESULT_FAILED,
             ProbeResult::Unknown => RESULT_UNKNOWN,
         };
-        self.labels.record(label, started.elapsed().as_secs_f64());
+        let took = self
+            .shared
+            .clock
+            .monotonic()
+            .saturating_duration_since(started);
+        self.labels.record(label, took.as_secs_f64());
 
         if self.last_result == result {
             self.result_run += 1;
