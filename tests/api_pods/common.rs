@@ -46,7 +46,12 @@ pub fn start_api_source(client: kube::Client, node: &str) -> (PodConfig, PodUpda
 
 /// The next update from the pod config.
 pub async fn next_update(updates: &mut PodUpdates) -> PodUpdate {
-    tokio::time::timeout(WAIT, updates.recv())
+    next_update_within(updates, WAIT).await
+}
+
+/// The next update from the pod config within `wait`.
+pub async fn next_update_within(updates: &mut PodUpdates, wait: Duration) -> PodUpdate {
+    tokio::time::timeout(wait, updates.recv())
         .await
         .expect("a pod update in time")
         .expect("the update stream is open")
@@ -70,9 +75,21 @@ pub async fn wait_op(
     op: PodOperation,
     name: &str,
 ) -> (PodUpdate, Vec<(PodOperation, Vec<String>)>) {
+    wait_op_within(updates, op, name, WAIT).await
+}
+
+/// [`wait_op`] with each update allowed `wait` (after an outage the watch
+/// comes back on its reconnect back-off, which grows to 30 s as Go's
+/// reflector's).
+pub async fn wait_op_within(
+    updates: &mut PodUpdates,
+    op: PodOperation,
+    name: &str,
+    wait: Duration,
+) -> (PodUpdate, Vec<(PodOperation, Vec<String>)>) {
     let mut before = Vec::new();
     loop {
-        let u = next_update(updates).await;
+        let u = next_update_within(updates, wait).await;
         let s = summary(&u);
         if s.0 == op && s.1.iter().any(|n| n == name) {
             return (u, before);

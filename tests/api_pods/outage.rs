@@ -13,7 +13,7 @@ use kubelet::kubelet::types::PodOperation;
 use kubelet::util::clock::RealClock;
 use serde_json::json;
 
-use crate::common::{bound_pod, start_api_source, summary, wait_op};
+use crate::common::{bound_pod, start_api_source, summary, wait_op, wait_op_within};
 use crate::support::apiserver::testkit::{obj, skip};
 use crate::support::apiserver::{KubeUser, TestApi};
 
@@ -107,7 +107,8 @@ async fn api_server_away_then_everything_catches_up() {
         })
         .await;
     assert_eq!(got.status.unwrap().phase.as_deref(), Some("Running"));
-    let (_, before) = wait_op(&mut updates, PodOperation::Add, "during").await;
+    let back = Duration::from_secs(45);
+    let (_, before) = wait_op_within(&mut updates, PodOperation::Add, "during", back).await;
     assert!(
         before
             .iter()
