@@ -930,3 +930,110 @@ fn kubelet_watches(
     }
     out
 }
+
+/// A pod pulling `image`, naming `pull_secret` when given.
+fn private_pod(ns: &str, name: &str, node: &str, image: &str, pull_secret: Option<&str>) -> Pod {
+    let mut p = pod(ns, name, node, "sleep 3600", "Always", 1);
+    let spec = p.spec.as_mut().expect("spec");
+    spec.containers[0].image = Some(image.to_string());
+    spec.image_pull_secrets = pull_secret.map(|s| {
+        vec![k8s_openapi::api::core::v1::LocalObjectReference {
+            name: s.to_string(),
+        }]
+    });
+    p
+}
+
+fn waiting_reason(p: &Pod) -> Option<(String, String)> {
+    let w = container(p, "c")?.state.as_ref()?.waiting.as_ref()?;
+    Some((w.reason.clone()?, w.message.clone().unwrap_or_default()))
+}
+
+/// Issue 16: the pod's imagePullSecrets reach the image pull. The only copy
+/// of an image is in a registry on loopback that requires basic auth
+/// (Debian's docker-registry): the pod naming a dockerconfigjson pull
+/// secret runs; the pod without one waits with ErrImagePull (then
+/// ImagePullBackOff) and the registry's refusal in its message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_pull_secrets_reach_a_private_registry() {
+    use support::registry::Registry;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let test = "api_kubelet_private_registry";
+    let dirs = NodeDirs::new();
+    let Some(rig) = Containerd::start(test) else {
+        return;
+    };
+    let Some(registry) = Registry::start(test, "puller", "s3cret") else {
+        return;
+    };
+    registry.trust_from(&rig);
+    // Two names: a pull by one must not make the other present.
+    let image = registry.push_from(&rig, &images().busybox, "private/busybox:1");
+    let other = registry.push_from(&rig, &images().busybox, "private/busybox:2");
+    let api = TestApi::start().await;
+    let ns = api.create_namespace("apireg").await;
+    let node = api.unique_name("regnode");
+    let root = make_cgroup_root(&rig, "apiregistry");
+    let ports = Ports {
+        main: 22270,
+        read_only: 22271,
+        healthz: 22272,
+    };
+    let cfg = config(&dirs, &root, ports, "");
+    let kubeconfig = api.kubeconfig_for_node(&dirs.path(""), &node).await;
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    argv.push(format!("--node-ip={}", host_ip()));
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": "regcred", "namespace": ns},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": registry.docker_config_json()},
+    }))
+    .expect("secret");
+    api.put(&secret).await;
+    let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
+    api.wait_for::<Node>(None, &node, WAIT, |n| {
+        ready_heartbeat(n).is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+
+    api.put(&private_pod(
+        &ns,
+        "with-secret",
+        &node,
+        &image,
+        Some("regcred"),
+    ))
+    .await;
+    api.put(&private_pod(&ns, "without", &node, &other, None))
+        .await;
+    let refused = api
+        .wait_for::<Pod>(Some(&ns), "without", WAIT, |p| {
+            waiting_reason(p).is_some_and(|(r, _)| r == "ErrImagePull" || r == "ImagePullBackOff")
+        })
+        .await;
+    let running = api
+        .wait_for::<Pod>(Some(&ns), "with-secret", WAIT, |p| phase(p) == "Running")
+        .await;
+    assert_eq!(
+        container(&running, "c").map(|c| c.image.clone()).as_deref(),
+        Some(image.as_str())
+    );
+    // The pull error, as the Failed event (and ErrImagePull's message)
+    // carries it: the registry's refusal.
+    let refusal = support::eventually(WAIT, || async {
+        api.list::<Event>(Some(&ns))
+            .await
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some("without"))
+            .filter(|e| e.reason.as_deref() == Some("Failed"))
+            .filter_map(|e| e.message)
+            .find(|m| m.contains("ErrImagePull") || m.contains("Failed to pull image"))
+    })
+    .await
+    .expect("a Failed event for the pull");
+    assert!(refusal.contains("401 Unauthorized"), "{refusal}");
+    assert_eq!(phase(&refused), "Pending");
+    kubelet.stop().await.expect("kubelet stops cleanly");
+    api.cleanup().await;
+}

@@ -162,6 +162,11 @@ disabled_plugins = [
         SystemdCgroup = false
         Root = "$dir/runc"
 
+  # Per-registry hosts (DIR/certs.d/HOST/hosts.toml), read at each pull:
+  # tests point a loopback registry at plain HTTP there.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$dir/certs.d"
+
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$cni_bin_dir"
     conf_dir = "$dir/cni/net.d"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the containerd test rig needs, from Debian's packages:
 # containerd, runc, the CNI plugins, a static busybox, iptables, and gcc with
-# static libc (to build the pause image). Idempotent: packages already
+# static libc (to build the pause image), and a registry with htpasswd
+# (private-registry tests on loopback). Idempotent: packages already
 # present are skipped, and nothing is fetched when all of them are.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins busybox-static iptables gcc libc6-dev python3 util-linux procps iproute2 file)
+packages=(containerd runc containernetworking-plugins busybox-static iptables gcc libc6-dev python3 util-linux procps iproute2 file docker-registry apache2-utils)
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -60,10 +60,14 @@ fn normalize_location(key: &str) -> String {
     k.to_string()
 }
 
-fn to_auth(location: &str, e: Entry) -> AuthConfig {
+/// The credentials of one entry: `auth` (base64 `user:password`), when
+/// present, wins over `username`/`password` as in Go's config decoding.
+/// The server address is left empty as Go's keyring leaves it: the runtime
+/// matches credentials to the registry it resolved, and containerd refuses
+/// an address without a scheme.
+fn to_auth(e: Entry) -> AuthConfig {
     let (mut username, mut password) = (e.username, e.password);
-    if username.is_empty()
-        && !e.auth.is_empty()
+    if !e.auth.is_empty()
         && let Ok(raw) = base64::engine::general_purpose::STANDARD.decode(e.auth.trim())
         && let Ok(text) = String::from_utf8(raw)
         && let Some((u, p)) = text.split_once(':')
@@ -76,7 +80,7 @@ fn to_auth(location: &str, e: Entry) -> AuthConfig {
         username,
         password,
         auth: String::new(),
-        server_address: location.to_string(),
+        server_address: String::new(),
         identity_token: String::new(),
         registry_token: String::new(),
     }
@@ -104,7 +108,7 @@ impl Keyring {
                     for (key, entry) in auths {
                         let location = normalize_location(&key);
                         creds.push(Credential {
-                            auth: to_auth(&location, entry),
+                            auth: to_auth(entry),
                             location,
                         });
                     }
