@@ -34,6 +34,7 @@ use crate::cri::RuntimeServices;
 use crate::kubelet::container_logs::KubeletContainerLogs;
 use crate::kubelet::events::{EventRecorder, LoggingRecorder};
 use crate::kubelet::eviction::{EvictionAdmitHandler, EvictionManager};
+use crate::kubelet::logs::ContainerLogManager;
 use crate::kubelet::network::dns::DnsConfigurer;
 use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_sync::{NoSecretManager, PodVolumes, SecretManagerPullSecrets};
@@ -65,6 +66,8 @@ pub enum BuildError {
     Api(#[from] api::ApiBuildError),
     #[error("failed to set up the eviction manager: {0}")]
     Eviction(String),
+    #[error("failed to initialize container log manager: {0}")]
+    LogManager(#[from] crate::kubelet::logs::PolicyError),
 }
 
 /// What NewMainKubelet is given (the parts of Dependencies and run()).
@@ -117,6 +120,8 @@ pub struct Kubelet {
     pub probe_streams: ResultStreams,
     pub volume_manager: Arc<VolumeManager>,
     pub eviction_manager: Arc<EvictionManager>,
+    /// Rotates container logs (started once the runtime is up).
+    pub log_manager: Arc<ContainerLogManager>,
     /// Node, pod and container statistics (eviction, resource metrics).
     pub stats: Arc<NodeStatsProvider>,
     pub node_resources: Arc<NodeResources>,
@@ -226,6 +231,8 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         recorder: &core.recorder,
         api: api_objects.as_ref(),
     });
+    let log_manager =
+        ContainerLogManager::build(c, env.runtime_services.runtime.clone(), core.clock.clone())?;
     let rt = runtime::build(&env, &core, &prober, helper).await?;
     let (stats, eviction_manager) = eviction::build(&env, &rt, &core, &sources).await?;
     let (admit, gc_backoff) = (
@@ -275,6 +282,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         probe_streams,
         volume_manager,
         eviction_manager,
+        log_manager,
         stats,
         node_resources,
         dns,

@@ -16,6 +16,7 @@ pub mod housekeeping;
 pub mod images;
 pub mod kuberuntime;
 pub mod lifecycle;
+pub mod logs;
 pub mod network;
 pub mod node_status;
 pub mod nodelease;

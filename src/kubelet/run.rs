@@ -66,6 +66,7 @@ impl Kubelet {
             probe_streams,
             volume_manager,
             eviction_manager,
+            log_manager,
             node_resources,
             dns,
             api,
@@ -85,6 +86,7 @@ impl Kubelet {
             core: core.clone(),
             container_manager: env.container_manager.clone(),
             node_resources,
+            log_manager,
             isolation: env.server.config.local_storage_capacity_isolation,
             max_pods: i64::from(env.server.config.max_pods),
         }
@@ -180,12 +182,14 @@ async fn check_resolv_conf(dns: &crate::kubelet::network::dns::DnsConfigurer) {
 }
 
 /// updateRuntimeUp every 5 s; the first time the runtime is ready the
-/// runtime-dependent modules (the container manager) start.
+/// runtime-dependent modules (the container manager, then the container
+/// log manager) start.
 struct RuntimeUp {
     runtime: Arc<dyn crate::kubelet::container::Runtime>,
     core: PodCore,
     container_manager: Arc<dyn crate::cm::ContainerManager>,
     node_resources: Arc<NodeResources>,
+    log_manager: Arc<crate::kubelet::logs::ContainerLogManager>,
     isolation: bool,
     max_pods: i64,
 }
@@ -250,6 +254,7 @@ impl RuntimeUp {
                 &cm.get_node_allocatable_reservation(),
                 self.max_pods,
             ));
+            self.log_manager.start(tasks);
         }
         state.set_runtime_sync();
     }

@@ -122,6 +122,21 @@ impl Quantity {
         self.scaled_value(0)
     }
 
+    /// The value as an integer when it is one exactly and fits in an i64
+    /// (Go's `AsInt64`): `None` for fractions and overflows.
+    pub fn as_int64(&self) -> Option<i64> {
+        let v = if self.scale >= 0 {
+            pow10(self.scale as u32).and_then(|p| self.mantissa.checked_mul(p))?
+        } else {
+            let p = pow10((-self.scale) as u32)?;
+            if self.mantissa % p != 0 {
+                return None;
+            }
+            self.mantissa / p
+        };
+        i64::try_from(v).ok()
+    }
+
     /// The value in thousandths, rounded up (Go's `MilliValue()`).
     pub fn milli_value(&self) -> i64 {
         self.scaled_value(-3)
@@ -340,6 +355,25 @@ pub fn parse(text: &str) -> Result<Quantity, QuantityError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn as_int64_is_exact_or_none() {
+        let cases: &[(&str, Option<i64>)] = &[
+            ("10Mi", Some(10 * 1024 * 1024)),
+            ("1.5Mi", Some(1024 * 1024 * 3 / 2)),
+            ("1k", Some(1000)),
+            ("1e3", Some(1000)),
+            ("-2", Some(-2)),
+            ("0", Some(0)),
+            ("500m", None),
+            ("1.5", None),
+            ("8Ei", None),
+        ];
+        for (text, want) in cases {
+            let q = parse(text).expect(text);
+            assert_eq!(q.as_int64(), *want, "{text}");
+        }
+    }
 
     #[test]
     fn canonical_forms() {

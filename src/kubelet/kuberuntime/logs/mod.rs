@@ -4,8 +4,11 @@
 //! log request (tail, since, timestamps, a byte limit, follow).
 //!
 //! Following waits on inotify for the log directory, re-reads at least once
-//! a second, reopens the file when the runtime rotates it, and ends once the
-//! container has stopped and everything it wrote has been sent.
+//! a second, and when the log is rotated (the file under the path is a new
+//! one: the kubelet's log manager renamed the old one and the runtime
+//! reopened it) reads the old file to its end before going on with the new
+//! one; it ends once the container has stopped and everything it wrote has
+//! been sent.
 
 pub mod parse;
 pub mod tail;
@@ -154,6 +157,22 @@ async fn open(path: &Path) -> Result<tokio::fs::File, std::io::Error> {
     tokio::fs::File::open(path).await
 }
 
+/// The inode of an open file (which one the reader follows).
+async fn inode_of(file: &tokio::fs::File) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().await.ok().map(|m| m.ino())
+}
+
+/// Whether `path` now names another file than inode `ino`: the log was
+/// rotated and the runtime reopened it (a missing file is not yet a new one).
+async fn replaced(path: &Path, ino: Option<u64>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (tokio::fs::metadata(path).await, ino) {
+        (Ok(m), Some(ino)) => m.ino() != ino,
+        _ => false,
+    }
+}
+
 async fn tail_start(path: &Path, lines: i64) -> Result<u64, LogsError> {
     let owned = path.to_path_buf();
     let result = tokio::task::spawn_blocking(move || {
@@ -283,6 +302,7 @@ pub async fn read_logs(
         source,
     };
     let mut file = open(&path).await.map_err(open_err)?;
+    let mut ino = inode_of(&file).await;
     let start = tail_start(&path, opts.tail).await?;
     file.seek(std::io::SeekFrom::Start(start))
         .await
@@ -303,6 +323,8 @@ pub async fn read_logs(
     let mut watcher: Option<AsyncInotify> = None;
     let mut pending: Vec<u8> = Vec::new();
     let (mut stop, mut found, mut new_line) = (false, true, true);
+    // The log was rotated: finish the old file, then go on with the new one.
+    let mut reopen = false;
     loop {
         if stop || (limited && lines_left == 0) {
             crate::vlog!(2, path = %path.display(), "Finished parsing log file");
@@ -316,6 +338,19 @@ pub async fn read_logs(
         if line.last() != Some(&b'\n') {
             // End of the file for now.
             if opts.follow {
+                if reopen {
+                    match open(&path).await {
+                        Ok(f) => {
+                            ino = inode_of(&f).await;
+                            reader = BufReader::new(f);
+                            reopen = false;
+                            crate::vlog!(4, path = %path.display(), "Following the rotated log's new file");
+                            continue;
+                        }
+                        Err(e) if e.kind() == ErrorKind::NotFound => {}
+                        Err(e) => return Err(open_err(e)),
+                    }
+                }
                 if !found {
                     return Ok(());
                 }
@@ -335,15 +370,10 @@ pub async fn read_logs(
                     return Ok(());
                 };
                 found = wait.found;
-                if wait.recreated {
-                    match open(&path).await {
-                        Ok(f) => {
-                            reader = BufReader::new(f);
-                            pending.clear();
-                        }
-                        Err(e) if e.kind() == ErrorKind::NotFound => {}
-                        Err(e) => return Err(open_err(e)),
-                    }
+                // Events can be missed (a rotation before the watch began):
+                // the inode under the path tells as well.
+                if wait.recreated || replaced(&path, ino).await {
+                    reopen = true;
                 }
                 continue;
             }

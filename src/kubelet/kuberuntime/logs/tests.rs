@@ -184,6 +184,55 @@ async fn follow_streams_new_lines_and_rotation_until_the_container_stops() {
         .unwrap();
 }
 
+/// The log manager's rotation: the live file is renamed, the runtime may
+/// still write to it until the reopen, then writes to a new file. The
+/// follower sends what the old file got last, then the new file's lines.
+#[tokio::test]
+async fn follow_finishes_the_rotated_file_before_the_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("0.log");
+    let rotated = dir.path().join("0.log.20261122-080000");
+    std::fs::write(&path, "2026-11-22T08:00:01Z stdout F one\n").unwrap();
+    let running = Arc::new(AtomicBool::new(true));
+    let (tx, mut rx) = mpsc::channel(64);
+    let mut o = opts();
+    o.follow = true;
+    let reader = {
+        let (path, running) = (path.clone(), running.clone());
+        tokio::spawn(async move { read_logs(&path, "id", &o, &Flag(running), &tx).await })
+    };
+    let next = async |rx: &mut mpsc::Receiver<Bytes>| {
+        tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(next(&mut rx).await, "one\n");
+    let append = |p: &Path, text: &str| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    // Let the follower wait on its watch first.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    std::fs::rename(&path, &rotated).unwrap();
+    append(&rotated, "2026-11-22T08:00:02Z stdout F late\n");
+    std::fs::write(&path, "2026-11-22T08:00:03Z stdout F fresh\n").unwrap();
+    assert_eq!(next(&mut rx).await, "late\n");
+    assert_eq!(next(&mut rx).await, "fresh\n");
+    // Rotated again, and compressed away: the follower stays on the path.
+    std::fs::rename(&path, dir.path().join("0.log.20261122-080010")).unwrap();
+    std::fs::remove_file(&rotated).unwrap();
+    std::fs::write(&path, "2026-11-22T08:00:04Z stdout F again\n").unwrap();
+    assert_eq!(next(&mut rx).await, "again\n");
+    running.store(false, Ordering::SeqCst);
+    tokio::time::timeout(Duration::from_secs(5), reader)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_follower_stops_when_the_client_goes() {
     let dir = tempfile::tempdir().unwrap();
