@@ -365,6 +365,7 @@ async fn pull_secrets_are_tried_in_turn() {
     let r = rig(PullSettings::default(), None);
     let cfg = json!({"auths": {"registry.local": {"auth": base64::engine::general_purpose::STANDARD.encode("u:p")}}});
     let secret = Secret {
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
         data: Some(
             [(
                 ".dockerconfigjson".to_string(),
