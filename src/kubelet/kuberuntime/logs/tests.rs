@@ -136,52 +136,78 @@ async fn an_unknown_format_is_an_error() {
     assert!(matches!(err, LogsError::Resolve { .. }), "{err}");
 }
 
-#[tokio::test]
-async fn follow_streams_new_lines_and_rotation_until_the_container_stops() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("0.log");
-    std::fs::write(&path, "2026-11-22T08:00:01Z stdout F one\n").unwrap();
-    let running = Arc::new(AtomicBool::new(true));
-    let (tx, mut rx) = mpsc::channel(64);
-    let mut o = opts();
-    o.follow = true;
-    let reader = {
-        let (path, running) = (path.clone(), running.clone());
-        tokio::spawn(async move { read_logs(&path, "id", &o, &Flag(running), &tx).await })
-    };
-    let next = async |rx: &mut mpsc::Receiver<Bytes>| {
-        tokio::time::timeout(Duration::from_secs(5), rx.recv())
+/// A follower (`follow=true`) of `dir/0.log`, which starts with the line
+/// "one", until [`Follower::stop`].
+struct Follower {
+    path: PathBuf,
+    running: Arc<AtomicBool>,
+    rx: mpsc::Receiver<Bytes>,
+    reader: tokio::task::JoinHandle<Result<(), LogsError>>,
+}
+
+impl Follower {
+    fn start(dir: &Path) -> Follower {
+        let path = dir.join("0.log");
+        std::fs::write(&path, "2026-11-22T08:00:01Z stdout F one\n").unwrap();
+        let running = Arc::new(AtomicBool::new(true));
+        let (tx, rx) = mpsc::channel(64);
+        let mut o = opts();
+        o.follow = true;
+        let reader = {
+            let (path, running) = (path.clone(), running.clone());
+            tokio::spawn(async move { read_logs(&path, "id", &o, &Flag(running), &tx).await })
+        };
+        Follower {
+            path,
+            running,
+            rx,
+            reader,
+        }
+    }
+
+    /// The next line sent, within 5 s.
+    async fn next(&mut self) -> Bytes {
+        tokio::time::timeout(Duration::from_secs(5), self.rx.recv())
             .await
             .unwrap()
             .unwrap()
-    };
-    assert_eq!(next(&mut rx).await, "one\n");
-    // A line written in two parts arrives once, whole.
-    let append = |text: &str| {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
+    }
+
+    /// The container stops: the follower ends at its next check.
+    async fn stop(self) {
+        self.running.store(false, Ordering::SeqCst);
+        tokio::time::timeout(Duration::from_secs(5), self.reader)
+            .await
+            .unwrap()
+            .unwrap()
             .unwrap();
-        f.write_all(text.as_bytes()).unwrap();
-    };
-    append("2026-11-22T08:00:02Z stdout F t");
+    }
+}
+
+fn append(p: &Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+#[tokio::test]
+async fn follow_streams_new_lines_and_rotation_until_the_container_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = Follower::start(dir.path());
+    let path = f.path.clone();
+    assert_eq!(f.next().await, "one\n");
+    // A line written in two parts arrives once, whole.
+    append(&path, "2026-11-22T08:00:02Z stdout F t");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    append("wo\n");
-    assert_eq!(next(&mut rx).await, "two\n");
+    append(&path, "wo\n");
+    assert_eq!(f.next().await, "two\n");
     // The runtime rotates the file: the follower reopens it.
     std::fs::rename(&path, dir.path().join("0.log.1")).unwrap();
     std::fs::write(&path, "2026-11-22T08:00:03Z stderr F three\n").unwrap();
-    assert_eq!(next(&mut rx).await, "three\n");
-    append("2026-11-22T08:00:04Z stdout F last\n");
-    assert_eq!(next(&mut rx).await, "last\n");
-    // The container stops: the follower ends at the next check.
-    running.store(false, Ordering::SeqCst);
-    tokio::time::timeout(Duration::from_secs(5), reader)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    assert_eq!(f.next().await, "three\n");
+    append(&path, "2026-11-22T08:00:04Z stdout F last\n");
+    assert_eq!(f.next().await, "last\n");
+    f.stop().await;
 }
 
 /// The log manager's rotation: the live file is renamed, the runtime may
@@ -190,47 +216,23 @@ async fn follow_streams_new_lines_and_rotation_until_the_container_stops() {
 #[tokio::test]
 async fn follow_finishes_the_rotated_file_before_the_new_one() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("0.log");
     let rotated = dir.path().join("0.log.20261122-080000");
-    std::fs::write(&path, "2026-11-22T08:00:01Z stdout F one\n").unwrap();
-    let running = Arc::new(AtomicBool::new(true));
-    let (tx, mut rx) = mpsc::channel(64);
-    let mut o = opts();
-    o.follow = true;
-    let reader = {
-        let (path, running) = (path.clone(), running.clone());
-        tokio::spawn(async move { read_logs(&path, "id", &o, &Flag(running), &tx).await })
-    };
-    let next = async |rx: &mut mpsc::Receiver<Bytes>| {
-        tokio::time::timeout(Duration::from_secs(5), rx.recv())
-            .await
-            .unwrap()
-            .unwrap()
-    };
-    assert_eq!(next(&mut rx).await, "one\n");
-    let append = |p: &Path, text: &str| {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
-        f.write_all(text.as_bytes()).unwrap();
-    };
+    let mut f = Follower::start(dir.path());
+    let path = f.path.clone();
+    assert_eq!(f.next().await, "one\n");
     // Let the follower wait on its watch first.
     tokio::time::sleep(Duration::from_millis(200)).await;
     std::fs::rename(&path, &rotated).unwrap();
     append(&rotated, "2026-11-22T08:00:02Z stdout F late\n");
     std::fs::write(&path, "2026-11-22T08:00:03Z stdout F fresh\n").unwrap();
-    assert_eq!(next(&mut rx).await, "late\n");
-    assert_eq!(next(&mut rx).await, "fresh\n");
+    assert_eq!(f.next().await, "late\n");
+    assert_eq!(f.next().await, "fresh\n");
     // Rotated again, and compressed away: the follower stays on the path.
     std::fs::rename(&path, dir.path().join("0.log.20261122-080010")).unwrap();
     std::fs::remove_file(&rotated).unwrap();
     std::fs::write(&path, "2026-11-22T08:00:04Z stdout F again\n").unwrap();
-    assert_eq!(next(&mut rx).await, "again\n");
-    running.store(false, Ordering::SeqCst);
-    tokio::time::timeout(Duration::from_secs(5), reader)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    assert_eq!(f.next().await, "again\n");
+    f.stop().await;
 }
 
 #[tokio::test]
