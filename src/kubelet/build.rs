@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod node;
 pub mod runtime;
 pub mod services;
+pub mod shutdown;
 pub mod sources;
 pub mod volumes;
 
@@ -36,6 +37,7 @@ use crate::kubelet::events::{EventRecorder, LoggingRecorder};
 use crate::kubelet::eviction::{EvictionAdmitHandler, EvictionManager};
 use crate::kubelet::logs::ContainerLogManager;
 use crate::kubelet::network::dns::DnsConfigurer;
+use crate::kubelet::nodeshutdown::ShutdownManager;
 use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_sync::{NoSecretManager, PodVolumes, SecretManagerPullSecrets};
 use crate::kubelet::pod_workers::PodWorkersConfig;
@@ -46,6 +48,7 @@ use crate::kubelet::prober::probe::ProbeGates;
 use crate::kubelet::server::handlers::KubeletSources;
 use crate::kubelet::stats::NodeStatsProvider;
 use crate::kubelet::streaming::KubeletStreaming;
+use crate::kubelet::sync_loop::admission::AdmitFn;
 use crate::kubelet::sync_loop::admission::SoftAdmission;
 use crate::kubelet::volumemanager::VolumeManager;
 use crate::util::clock::Clock;
@@ -122,6 +125,9 @@ pub struct Kubelet {
     pub eviction_manager: Arc<EvictionManager>,
     /// Rotates container logs (started once the runtime is up).
     pub log_manager: Arc<ContainerLogManager>,
+    /// Graceful node shutdown (started once the runtime is up); `None`
+    /// when it is off.
+    pub shutdown_manager: Option<Arc<ShutdownManager>>,
     /// Node, pod and container statistics (eviction, resource metrics).
     pub stats: Arc<NodeStatsProvider>,
     pub node_resources: Arc<NodeResources>,
@@ -239,6 +245,8 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         EvictionAdmitHandler::new(eviction_manager.clone()),
         rt.crash_backoff.clone(),
     );
+    let shutdown_manager = shutdown::build(&env, &core, &prober);
+    let shutdown_status = shutdown_manager.as_ref().map(|m| m.status());
     let seams = lifecycle::Seams {
         runtime: rt.runtime.clone(),
         container_manager: env.container_manager.clone(),
@@ -253,6 +261,9 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         soft_admission: Arc::new(SoftAdmission::from_host()),
         admission_node: node::admission_node(&env, node_resources.clone(), api_objects.as_ref()),
         eviction_admit: Some(Arc::new(move |pod| admit.admit(pod))),
+        shutdown_admit: shutdown_status
+            .clone()
+            .map(|s| -> AdmitFn { Arc::new(move |pod| s.admit(pod)) }),
         backoff_gc: Some(Arc::new(move || gc_backoff.gc())),
         sources_ready: sources.ready.clone(),
     };
@@ -268,6 +279,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
                 core: core.clone(),
                 volume_manager: volume_manager.clone(),
                 pod_container_manager: c.cgroups_per_qos.then_some(pod_container_manager),
+                shutdown: shutdown_status,
             },
         )?),
         _ => None,
@@ -283,6 +295,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         volume_manager,
         eviction_manager,
         log_manager,
+        shutdown_manager,
         stats,
         node_resources,
         dns,

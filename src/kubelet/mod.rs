@@ -20,6 +20,7 @@ pub mod logs;
 pub mod network;
 pub mod node_status;
 pub mod nodelease;
+pub mod nodeshutdown;
 pub mod nodestatus;
 pub mod pleg;
 pub mod pod;

@@ -271,6 +271,22 @@ impl NodeStatusManager {
             let me = me.clone();
             async move { me.sync_node_status().await }
         });
+        // A shutdown is reported at once (Go's shutdown manager calls
+        // syncNodeStatus when it begins).
+        if let Some(mut shutdown) = self.deps.sources.shutdown.clone() {
+            let (me, stop) = (self.clone(), tasks.token());
+            tasks.spawn("node-status-on-shutdown", async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        alive = shutdown.changed() => if !alive { return },
+                    }
+                    if shutdown.shutting_down() {
+                        me.sync_node_status().await;
+                    }
+                }
+            });
+        }
         // Until the node is ready (or the grace period ends), status is
         // reported every 100 ms.
         let me = self.clone();

@@ -67,6 +67,7 @@ impl Kubelet {
             volume_manager,
             eviction_manager,
             log_manager,
+            shutdown_manager,
             node_resources,
             dns,
             api,
@@ -87,6 +88,7 @@ impl Kubelet {
             container_manager: env.container_manager.clone(),
             node_resources,
             log_manager,
+            shutdown_manager,
             isolation: env.server.config.local_storage_capacity_isolation,
             max_pods: i64::from(env.server.config.max_pods),
         }
@@ -182,14 +184,15 @@ async fn check_resolv_conf(dns: &crate::kubelet::network::dns::DnsConfigurer) {
 }
 
 /// updateRuntimeUp every 5 s; the first time the runtime is ready the
-/// runtime-dependent modules (the container manager, then the container
-/// log manager) start.
+/// runtime-dependent modules (the container manager, the container log
+/// manager, the node shutdown manager) start.
 struct RuntimeUp {
     runtime: Arc<dyn crate::kubelet::container::Runtime>,
     core: PodCore,
     container_manager: Arc<dyn crate::cm::ContainerManager>,
     node_resources: Arc<NodeResources>,
     log_manager: Arc<crate::kubelet::logs::ContainerLogManager>,
+    shutdown_manager: Option<Arc<crate::kubelet::nodeshutdown::ShutdownManager>>,
     isolation: bool,
     max_pods: i64,
 }
@@ -255,6 +258,12 @@ impl RuntimeUp {
                 self.max_pods,
             ));
             self.log_manager.start(tasks);
+            // Not critical: the kubelet runs on without it, as Go's does.
+            if let Some(shutdown) = &self.shutdown_manager
+                && let Err(e) = shutdown.start(tasks).await
+            {
+                tracing::error!(err = %e, "Failed to start node shutdown manager");
+            }
         }
         state.set_runtime_sync();
     }

@@ -1,5 +1,6 @@
 //! Small building blocks shared by every stage.
 
+pub mod atomic_file;
 pub mod backoff;
 pub mod clock;
 pub mod cpuset;

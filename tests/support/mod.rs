@@ -5,6 +5,7 @@
 pub mod apiserver;
 pub mod containerd;
 pub mod cri_requests;
+pub mod logind;
 pub mod registry;
 
 use std::path::{Path, PathBuf};

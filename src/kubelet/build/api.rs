@@ -209,6 +209,8 @@ pub struct NodeInputs {
     pub volume_manager: Arc<VolumeManager>,
     /// The pod cgroups (with cgroupsPerQOS).
     pub pod_container_manager: Option<Arc<dyn PodContainerManager>>,
+    /// Whether the node is shutting down (the Ready condition).
+    pub shutdown: Option<crate::kubelet::nodeshutdown::ShutdownStatus>,
 }
 
 /// The API-server parts built last: node status, the lease, the status
@@ -235,7 +237,7 @@ impl ApiNode {
             runtime_services.runtime.clone(),
             runtime_services.image.clone(),
         ));
-        let sources = StatusSources::new(
+        let mut sources = StatusSources::new(
             env.container_manager.clone(),
             api.machine_info.clone(),
             runtime_info,
@@ -246,6 +248,7 @@ impl ApiNode {
             )),
             clock.clone(),
         );
+        sources.shutdown = inputs.shutdown.clone();
         let params = NodeStatusParams::from_server(server, node_name, &env.hostname)?;
         let node_status = NodeStatusManager::new(
             params,

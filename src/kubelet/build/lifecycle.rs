@@ -109,6 +109,8 @@ pub struct Seams {
     pub admission_node: NodeFn,
     /// The eviction manager's admit handler.
     pub eviction_admit: Option<AdmitFn>,
+    /// The node shutdown manager's admit handler.
+    pub shutdown_admit: Option<AdmitFn>,
     /// Garbage collection of the crash back-off entries.
     pub backoff_gc: Option<BackoffGcFn>,
     pub sources_ready: SourcesReady,
@@ -219,6 +221,7 @@ pub fn compose(
     });
     let admission = Arc::new(Admission {
         eviction: seams.eviction_admit,
+        shutdown: seams.shutdown_admit,
         node: seams.admission_node,
         sysctls: SysctlAllowlist::new(&settings.allowed_unsafe_sysctls),
         preempt: Some(preempt_through(&pod_workers)),

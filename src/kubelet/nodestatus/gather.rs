@@ -11,10 +11,8 @@ use super::setters::{SetterConfig, StatusInputs, VersionInfoError, apparmor_enab
 use super::sources::{PressureSource, RuntimeInfo, VolumesInUse};
 use crate::cadvisor::MachineInfoProvider;
 use crate::cm::ContainerManager;
+use crate::kubelet::nodeshutdown::ShutdownStatus;
 use crate::util::clock::Clock;
-
-/// Errors of the node shutdown manager, for the Ready condition.
-pub type ShutdownErrorsFn = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 /// Where node status comes from.
 #[derive(Clone)]
@@ -27,7 +25,8 @@ pub struct StatusSources {
     pub pressure: Arc<dyn PressureSource>,
     pub volumes: Arc<dyn VolumesInUse>,
     pub clock: Arc<dyn Clock>,
-    pub shutdown_errors: Option<ShutdownErrorsFn>,
+    /// Whether the node is shutting down (the Ready condition).
+    pub shutdown: Option<ShutdownStatus>,
     /// AppArmor can be enforced here (see [`apparmor_enabled`]).
     pub apparmor: bool,
 }
@@ -52,7 +51,7 @@ impl StatusSources {
             pressure,
             volumes,
             clock,
-            shutdown_errors: None,
+            shutdown: None,
             apparmor: apparmor_enabled(),
         }
     }
@@ -91,9 +90,9 @@ impl StatusSources {
             network_errors: self.runtime_state.network_errors(),
             storage_errors: self.runtime_state.storage_errors(),
             shutdown_errors: self
-                .shutdown_errors
+                .shutdown
                 .as_ref()
-                .map(|f| f())
+                .map(ShutdownStatus::errors)
                 .unwrap_or_default(),
             apparmor_enabled: self.apparmor,
             soft_requirements: cm.status().soft_requirements,

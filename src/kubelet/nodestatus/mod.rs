@@ -15,7 +15,7 @@ pub mod sources;
 pub use addresses::{
     AddressConfig, AddressError, HostNetwork, NodeIpFlagError, node_addresses, parse_node_ips,
 };
-pub use gather::{ShutdownErrorsFn, StatusSources};
+pub use gather::StatusSources;
 pub use lister::NodeLister;
 pub use runtime_state::RuntimeState;
 pub use setters::{

@@ -184,6 +184,9 @@ pub struct Admission {
     pub sysctls: SysctlAllowlist,
     /// Preempts a pod for a critical one; `None` disables preemption.
     pub preempt: Option<PreemptFn>,
+    /// The node shutdown manager's handler (nothing admitted while the
+    /// node shuts down), last as in Go.
+    pub shutdown: Option<AdmitFn>,
 }
 
 fn qos_rank(pod: &Pod) -> u8 {
@@ -207,7 +210,14 @@ impl Admission {
         if !sysctl.admit {
             return sysctl;
         }
-        self.predicates(active, pod).await
+        let predicates = self.predicates(active, pod).await;
+        if !predicates.admit {
+            return predicates;
+        }
+        match &self.shutdown {
+            Some(shutdown) => shutdown(pod),
+            None => predicates,
+        }
     }
 
     async fn predicates(&self, active: &[Arc<Pod>], pod: &Pod) -> PodAdmitResult {

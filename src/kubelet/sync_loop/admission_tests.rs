@@ -74,6 +74,7 @@ fn admission(preempt: Option<PreemptFn>) -> Admission {
             "net.core.somaxconn".to_string(),
         ]),
         preempt,
+        shutdown: None,
     }
 }
 
@@ -258,5 +259,36 @@ async fn the_eviction_handler_runs_first() {
         )
     );
     a.eviction = Some(Arc::new(|_pod: &Pod| PodAdmitResult::admit()));
+    assert!(a.can_admit_pod(&[], &pod("small", "1m")).await.admit);
+}
+
+#[tokio::test]
+async fn the_shutdown_handler_runs_last() {
+    let mut a = admission(None);
+    let shutting_down = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = shutting_down.clone();
+    a.shutdown = Some(Arc::new(move |_pod: &Pod| {
+        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            PodAdmitResult::reject(
+                "NodeShutdown",
+                "Pod was rejected as the node is shutting down.",
+            )
+        } else {
+            PodAdmitResult::admit()
+        }
+    }));
+    // A pod the predicates refuse keeps their reason.
+    let r = a.can_admit_pod(&[], &pod("big", "100")).await;
+    assert_eq!(r.reason, "OutOfcpu");
+    let r = a.can_admit_pod(&[], &pod("small", "1m")).await;
+    assert_eq!(
+        verdict(r),
+        (
+            false,
+            "NodeShutdown".to_string(),
+            "Pod was rejected as the node is shutting down.".to_string()
+        )
+    );
+    shutting_down.store(false, std::sync::atomic::Ordering::SeqCst);
     assert!(a.can_admit_pod(&[], &pod("small", "1m")).await.admit);
 }

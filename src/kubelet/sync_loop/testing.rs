@@ -528,6 +528,7 @@ impl Stack {
             soft_admission: Arc::new(super::admission::SoftAdmission::with_apparmor(apparmor)),
             admission_node: Arc::new(move || node.clone()),
             eviction_admit: None,
+            shutdown_admit: None,
             backoff_gc: None,
             sources_ready,
         };
