@@ -1,0 +1,4 @@
+//! pkg/credentialprovider: registry credentials for image pulls beyond the
+//! pod's pull secrets.
+
+pub mod url;
