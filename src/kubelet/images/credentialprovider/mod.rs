@@ -3,9 +3,20 @@
 //! come from providers, asked in the order of their names on each lookup
 //! and merged into one keyring:
 //! - `.dockercfg`: the docker config files of the node ([`dockerconfig`]),
-//!   re-read at most every five minutes.
+//!   re-read at most every five minutes;
+//! - the image credential provider plugins named in
+//!   `--image-credential-provider-config` ([`config`], [`register`]),
+//!   executables in `--image-credential-provider-bin-dir` that answer a
+//!   CredentialProviderRequest with credentials ([`exec`], [`plugin`]),
+//!   cached as they say ([`cache`]).
 
+pub mod cache;
+pub mod config;
 pub mod dockerconfig;
+pub mod exec;
+pub mod plugin;
+pub mod register;
+mod singleflight;
 pub mod url;
 
 use std::path::PathBuf;
@@ -16,6 +27,8 @@ use async_trait::async_trait;
 use super::keyring::{DockerConfig, Keyring};
 use crate::cri::api::AuthConfig;
 use crate::util::clock::Clock;
+
+pub use register::RegisterError;
 
 /// A source of docker configs (Go's DockerConfigProvider); `image` is the
 /// repository being pulled, for providers whose answer depends on it.
@@ -76,18 +89,31 @@ impl DockerKeyring for ProvidersKeyring {
     }
 }
 
+/// The credential plugin flags, when the KubeletCredentialProviders gate
+/// lets them count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginFlags {
+    /// `--image-credential-provider-config`.
+    pub config_file: PathBuf,
+    /// `--image-credential-provider-bin-dir`.
+    pub bin_dir: PathBuf,
+}
+
 /// What the node keyring is built from.
 pub struct NodeKeyringSettings {
     /// `--root-dir`, the first place docker config files are looked for.
     pub root_dir: PathBuf,
     /// The user's home directory (`$HOME`; empty when unset).
     pub home_dir: PathBuf,
+    pub plugins: Option<PluginFlags>,
     pub clock: Arc<dyn Clock>,
 }
 
-/// The node keyring (NewDockerKeyring): the docker config files.
-pub fn node_keyring(s: NodeKeyringSettings) -> ProvidersKeyring {
-    ProvidersKeyring::new(vec![(
+/// The node keyring (NewDockerKeyring after the plugins registered): the
+/// docker config files, then the plugins, by name. A plugin configuration
+/// that cannot be used is an error: the kubelet does not start.
+pub async fn node_keyring(s: NodeKeyringSettings) -> Result<ProvidersKeyring, RegisterError> {
+    let mut providers: Vec<(String, Arc<dyn DockerConfigProvider>)> = vec![(
         dockerconfig::PROVIDER_NAME.to_string(),
         Arc::new(dockerconfig::CachingDockerConfigProvider::new(
             Arc::new(dockerconfig::DefaultDockerConfigProvider::new(
@@ -96,8 +122,23 @@ pub fn node_keyring(s: NodeKeyringSettings) -> ProvidersKeyring {
             dockerconfig::CACHE_LIFETIME,
             s.clock.clone(),
         )),
-    )])
+    )];
+    if let Some(flags) = &s.plugins {
+        for (name, plugin) in register::register_plugins(flags, s.clock.clone()).await? {
+            if providers.iter().any(|(n, _)| *n == name) {
+                return Err(RegisterError::RegisteredTwice { name });
+            }
+            providers.push((name, plugin));
+        }
+    }
+    Ok(ProvidersKeyring::new(providers))
 }
 
 #[cfg(test)]
+mod config_tests;
+#[cfg(test)]
 mod dockerconfig_tests;
+#[cfg(test)]
+mod plugin_tests;
+#[cfg(test)]
+mod tests;
