@@ -1037,3 +1037,145 @@ async fn image_pull_secrets_reach_a_private_registry() {
     kubelet.stop().await.expect("kubelet stops cleanly");
     api.cleanup().await;
 }
+
+/// Issue 16: the node's own registry credentials, for pods without pull
+/// secrets. A credential provider plugin (a shell script speaking the exec
+/// protocol, named by --image-credential-provider-config and found in
+/// --image-credential-provider-bin-dir) answers for the registry's
+/// `/plugin` images: the first pod's pull runs it, the second pod's pull of
+/// the same image uses its cached answer. A `config.json` in the root
+/// directory holds credentials for the `/node` images. No pod names a pull
+/// secret; the registry refuses anonymous pulls (see the test above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_credentials_reach_a_private_registry() {
+    use base64::Engine as _;
+    use support::registry::Registry;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let test = "api_kubelet_node_credentials";
+    let dirs = NodeDirs::new();
+    let Some(rig) = Containerd::start(test) else {
+        return;
+    };
+    let Some(registry) = Registry::start(test, "node-puller", "n0de-s3cret") else {
+        return;
+    };
+    registry.trust_from(&rig);
+    let plugin_image = registry.push_from(&rig, &images().busybox, "plugin/busybox:1");
+    let node_image = registry.push_from(&rig, &images().busybox, "node/busybox:1");
+    let host = registry.host.clone();
+
+    // The plugin: logs its arguments, an env var from the config and its
+    // request, then answers with the registry's credentials.
+    let bin_dir = dirs.path("credential-bin");
+    std::fs::create_dir_all(&bin_dir).expect("bin dir");
+    let requests = dirs.path("plugin-requests.log");
+    let plugin = bin_dir.join("registry-login");
+    let response = json!({
+        "kind": "CredentialProviderResponse",
+        "apiVersion": "credentialprovider.kubelet.k8s.io/v1beta1",
+        "cacheKeyType": "Image",
+        "cacheDuration": "1h",
+        "auth": {host.clone(): {"username": registry.user, "password": registry.password}},
+    });
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\nprintf '%s %s ' \"$1\" \"$REGISTRY_LOGIN_TAG\" >> {log}\ncat >> {log}\nprintf '%s\\n' '{response}'\n",
+            log = requests.display()
+        ),
+    )
+    .expect("write plugin");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod plugin");
+    }
+    let provider_config = dirs.path("credential-providers.yaml");
+    std::fs::write(
+        &provider_config,
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1
+kind: CredentialProviderConfig
+providers:
+- name: registry-login
+  matchImages: [\"{host}/plugin\"]
+  defaultCacheDuration: 0s
+  apiVersion: credentialprovider.kubelet.k8s.io/v1beta1
+  args: [get-credentials]
+  env:
+  - name: REGISTRY_LOGIN_TAG
+    value: from-config
+"
+        ),
+    )
+    .expect("write provider config");
+    // The node's docker config, in the root directory.
+    let auth = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", registry.user, registry.password));
+    std::fs::write(
+        dirs.path("root/config.json"),
+        json!({"auths": {format!("{host}/node"): {"auth": auth}}}).to_string(),
+    )
+    .expect("write config.json");
+
+    let api = TestApi::start().await;
+    let ns = api.create_namespace("apinodecred").await;
+    let node = api.unique_name("nodecred");
+    let root = make_cgroup_root(&rig, "apinodecred");
+    let ports = Ports {
+        main: 22290,
+        read_only: 22291,
+        healthz: 22292,
+    };
+    let cfg = config(&dirs, &root, ports, "");
+    let kubeconfig = api.kubeconfig_for_node(&dirs.path(""), &node).await;
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    argv.push(format!("--node-ip={}", host_ip()));
+    argv.push(format!(
+        "--image-credential-provider-config={}",
+        provider_config.display()
+    ));
+    argv.push(format!(
+        "--image-credential-provider-bin-dir={}",
+        bin_dir.display()
+    ));
+    let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
+    api.wait_for::<Node>(None, &node, WAIT, |n| {
+        ready_heartbeat(n).is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+
+    // Pulled every time, so the second pod's pull needs credentials too.
+    let always = |name: &str, image: &str| {
+        let mut p = private_pod(&ns, name, &node, image, None);
+        p.spec.as_mut().expect("spec").containers[0].image_pull_policy = Some("Always".into());
+        p
+    };
+    let running = |p: &Pod| phase(p) == "Running";
+    api.put(&always("plugin-a", &plugin_image)).await;
+    api.wait_for::<Pod>(Some(&ns), "plugin-a", WAIT, running)
+        .await;
+    api.put(&always("plugin-b", &plugin_image)).await;
+    api.wait_for::<Pod>(Some(&ns), "plugin-b", WAIT, running)
+        .await;
+    wait_events(&api, &ns, "Pod", "plugin-b", &["Pulling", "Pulled"]).await;
+    api.put(&always("files-c", &node_image)).await;
+    api.wait_for::<Pod>(Some(&ns), "files-c", WAIT, running)
+        .await;
+
+    // One run of the plugin, for the first pod, with its arguments, its
+    // environment and the request on stdin; none for the `/node` image.
+    let log = std::fs::read_to_string(&requests).expect("the plugin ran");
+    let lines: Vec<&str> = log.lines().collect();
+    let repository = plugin_image.rsplit_once(':').map_or("", |(r, _)| r);
+    assert_eq!(
+        lines,
+        [format!(
+            "get-credentials from-config {{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\",\"image\":\"{repository}\"}}"
+        )],
+        "one exec, the second pull served from the cache"
+    );
+    kubelet.stop().await.expect("kubelet stops cleanly");
+    api.cleanup().await;
+}

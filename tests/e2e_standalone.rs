@@ -787,3 +787,53 @@ async fn swap_on_refuses_to_start() {
         "{err}"
     );
 }
+
+/// A credential provider configuration the kubelet cannot use stops the
+/// binary at start-up with a non-zero status and an error naming the file
+/// and the field (as Go's "Failed to register CRI auth plugins" exit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_refuses_a_bad_credential_provider_config() {
+    let Some(rig) = Containerd::start("e2e_credential_providers") else {
+        return;
+    };
+    let dirs = NodeDirs::new();
+    let root = make_cgroup_root(&rig, "credprov");
+    let bin_dir = dirs.path("credential-bin");
+    std::fs::create_dir_all(&bin_dir).expect("bin dir");
+    let provider_config = dirs.path("credential-providers.yaml");
+    std::fs::write(
+        &provider_config,
+        "apiVersion: kubelet.config.k8s.io/v1beta1
+kind: CredentialProviderConfig
+providers:
+- name: ecr-login
+  matchImages: [\"*.registry.io\"]
+  defaultCacheDuration: 10m
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+",
+    )
+    .expect("write provider config");
+    let cfg = config(&dirs, &root, ports(21350), "");
+    let mut argv = args(&dirs, &rig, &cfg, "e2e-node");
+    argv.push(format!(
+        "--image-credential-provider-config={}",
+        provider_config.display()
+    ));
+    argv.push(format!(
+        "--image-credential-provider-bin-dir={}",
+        bin_dir.display()
+    ));
+    let mut child = spawn_binary(&argv, &dirs.path("logs"));
+    let stderr = collect_stderr(&mut child);
+    let code = wait_exit(&mut child, Duration::from_secs(60));
+    assert!(matches!(code, Some(c) if c != 0), "exit status {code:?}");
+    let log = stderr
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap_or_default();
+    // klog's text format escapes the quotes inside err="...".
+    let want = format!(
+        "failed to register CRI auth plugins: failed to validate credential provider config {}: providers[0].apiVersion: Unsupported value: \\\"credentialprovider.kubelet.k8s.io/v1\\\"",
+        provider_config.display()
+    );
+    assert!(log.contains(&want), "want {want:?} in:\n{log}");
+}

@@ -71,6 +71,8 @@ pub enum BuildError {
     Eviction(String),
     #[error("failed to initialize container log manager: {0}")]
     LogManager(#[from] crate::kubelet::logs::PolicyError),
+    #[error("failed to register CRI auth plugins: {0}")]
+    CredentialProviders(#[from] crate::kubelet::images::credentialprovider::RegisterError),
 }
 
 /// What NewMainKubelet is given (the parts of Dependencies and run()).

@@ -17,6 +17,7 @@ use kubelet::kubelet::container::{PodStatus, RunContainerOptions, Runtime};
 use kubelet::kubelet::envvars::{
     ConfigMapGetter, EnvContext, GetError, ObjectKind, SecretGetter, make_environment_variables,
 };
+use kubelet::kubelet::images::credentialprovider::ProvidersKeyring;
 use kubelet::kubelet::images::{
     IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, ImageManager, PullSettings, RuntimeImageService,
 };
@@ -299,7 +300,11 @@ impl Env {
         );
         (
             image.clone(),
-            Arc::new(RuntimeImageService::new(image, None)),
+            Arc::new(RuntimeImageService::new(
+                image,
+                None,
+                Arc::new(ProvidersKeyring::default()),
+            )),
         )
     }
 
@@ -347,7 +352,11 @@ async fn build_manager(
         .await
         .unwrap_or_else(|e| panic!("connect images: {e}\n{}", rig.log()));
     let clock: Arc<dyn Clock> = clock;
-    let images = Arc::new(RuntimeImageService::new(Arc::new(image), None));
+    let images = Arc::new(RuntimeImageService::new(
+        Arc::new(image),
+        None,
+        Arc::new(ProvidersKeyring::default()),
+    ));
     let image_manager = Arc::new(ImageManager::new(
         images.clone(),
         recorder.clone(),

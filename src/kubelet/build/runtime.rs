@@ -1,7 +1,8 @@
 //! The container runtime's builders: the runtime helper (what a container
 //! needs from the kubelet: directories, DNS, hosts, environment, volumes,
-//! cgroups), then the CRI runtime manager with its image manager and crash
-//! back-off, the PLEG over it, image GC and the container GC policy.
+//! cgroups), then the CRI runtime manager with its image manager (and the
+//! node's registry credentials) and crash back-off, the PLEG over it, image
+//! GC and the container GC policy.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +16,9 @@ use crate::apis::config::server::KubeletServer;
 use crate::cm::{ContainerManager, PodContainerManager};
 use crate::features;
 use crate::kubelet::container::{GcPolicy, Runtime};
+use crate::kubelet::images::credentialprovider::{
+    self, DockerKeyring, NodeKeyringSettings, PluginFlags,
+};
 use crate::kubelet::images::{
     CriImageFsStats, IMAGE_BACKOFF_INITIAL, IMAGE_BACKOFF_MAX, ImageGcManager, ImageGcPolicy,
     ImageManager, PullSettings, RuntimeImageService, TokenBucket,
@@ -109,6 +113,7 @@ pub(super) async fn build(
     let image_service = Arc::new(RuntimeImageService::new(
         env.runtime_services.image.clone(),
         limiter,
+        node_keyring(&env.server, clock.clone()).await?,
     ));
     let image_manager = Arc::new(ImageManager::new(
         image_service.clone(),
@@ -195,6 +200,45 @@ pub(super) async fn build(
         container_gc_policy,
         crash_backoff,
     })
+}
+
+/// The node's registry credentials: its docker config files, and the
+/// credential provider plugins when a flag names them and the
+/// KubeletCredentialProviders gate is on (ignored with a log line when it
+/// is off).
+async fn node_keyring(
+    server: &KubeletServer,
+    clock: Arc<dyn crate::util::clock::Clock>,
+) -> Result<Arc<dyn DockerKeyring>, BuildError> {
+    let flags = &server.flags;
+    let (config_file, bin_dir) = (
+        &flags.image_credential_provider_config,
+        &flags.image_credential_provider_bin_dir,
+    );
+    let named = !config_file.is_empty() || !bin_dir.is_empty();
+    let enabled = server
+        .feature_gate
+        .enabled(features::KUBELET_CREDENTIAL_PROVIDERS);
+    if named && !enabled {
+        tracing::info!(
+            feature_gate = "KubeletCredentialProviders",
+            "Flags --image-credential-provider-config or --image-credential-provider-bin-dir were set but the feature gate was disabled, these flags will be ignored"
+        );
+    }
+    let keyring = credentialprovider::node_keyring(NodeKeyringSettings {
+        root_dir: PathBuf::from(&flags.root_directory),
+        home_dir: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+        plugins: (named && enabled).then(|| PluginFlags {
+            config_file: PathBuf::from(config_file),
+            bin_dir: PathBuf::from(bin_dir),
+        }),
+        clock,
+    })
+    .await?;
+    crate::vlog!(2, providers = ?keyring.names(), "node credential providers");
+    Ok(Arc::new(keyring))
 }
 
 /// The runtime manager's settings from the configuration and the host.

@@ -1,7 +1,10 @@
-//! Registry credentials from a pod's image pull secrets
-//! (`kubernetes.io/dockerconfigjson` and `kubernetes.io/dockercfg`), matched
-//! against the repository being pulled as the kubelet's keyring matches
-//! them: by registry host, then by the longest path prefix.
+//! Registry credentials matched against the repository being pulled as
+//! the kubelet's keyring matches them (Go's BasicDockerKeyring): by
+//! registry host, then by the longest path prefix. A keyring is filled from
+//! docker configs: a pod's image pull secrets
+//! (`kubernetes.io/dockerconfigjson` and `kubernetes.io/dockercfg`) here,
+//! the node's config files and credential plugins in
+//! [`super::credentialprovider`].
 
 use std::collections::BTreeMap;
 
@@ -9,12 +12,25 @@ use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
 use serde::Deserialize;
 
+use super::credentialprovider::url::{parse_schemeless, urls_match_str};
 use crate::cri::api::AuthConfig;
 
 const DOCKER_CONFIG_JSON_KEY: &str = ".dockerconfigjson";
 const DOCKER_CFG_KEY: &str = ".dockercfg";
 const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
 const DOCKER_CFG_TYPE: &str = "kubernetes.io/dockercfg";
+
+/// One location's credentials in a docker config (Go's DockerConfigEntry;
+/// the email is not used for pulls).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DockerConfigEntry {
+    pub username: String,
+    pub password: String,
+}
+
+/// Credentials by registry location (`registry.io`, `*.corp.io:5000/team`,
+/// `https://index.docker.io/v1/`), Go's DockerConfig.
+pub type DockerConfig = BTreeMap<String, DockerConfigEntry>;
 
 #[derive(Debug, Default, Deserialize)]
 struct Entry {
@@ -36,7 +52,7 @@ struct ConfigJson {
 
 /// Credentials for image pulls, indexed by location key (Go's
 /// BasicDockerKeyring): keys in reverse lexical order, each with the
-/// credentials of every secret that named it.
+/// credentials of every config that named it, in the order added.
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {
     index: Vec<String>,
@@ -49,113 +65,32 @@ const DEFAULT_REGISTRY_KEY: &str = "index.docker.io";
 
 /// The index key of a config entry: `host[:port][/path]` with the scheme
 /// dropped and a `/v1/` or `/v2/` path meaning the registry itself (Go's
-/// BasicDockerKeyring.Add).
+/// BasicDockerKeyring.Add); `None` for a location that is not a URL.
 fn index_key(location: &str) -> Option<String> {
     let rest = location
         .strip_prefix("https://")
         .or_else(|| location.strip_prefix("http://"))
         .unwrap_or(location);
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
+    let url = match parse_schemeless(rest) {
+        Ok(u) => u,
+        Err(e) => {
+            tracing::error!(entry = location, error = %e, "Entry in dockercfg invalid, ignoring");
+            return None;
+        }
     };
-    if host.is_empty() {
+    if url.host.is_empty() {
         return None;
     }
+    let path = url.path.as_str();
     let path = path
         .strip_prefix("/v2")
         .or_else(|| path.strip_prefix("/v1"))
         .filter(|p| p.starts_with('/'))
         .unwrap_or(path);
     Some(match path {
-        "" | "/" => host.to_string(),
-        p => format!("{host}{p}"),
+        "" | "/" => url.host,
+        p => format!("{}{p}", url.host),
     })
-}
-
-/// `host[:port]` and path of a schemeless location.
-fn split_location(s: &str) -> (&str, &str) {
-    match s.find('/') {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, ""),
-    }
-}
-
-/// Host labels and port of `host[:port]`.
-fn host_parts(host: &str) -> (Vec<&str>, &str) {
-    let (name, port) = match host.rsplit_once(':') {
-        Some((n, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => (n, p),
-        _ => (host, ""),
-    };
-    (name.split('.').collect(), port)
-}
-
-/// Whether `target` (an image repository) falls under the credential key
-/// `glob`: same port, same number of host labels each matching as a shell
-/// glob (`*.example.com`), and the key's path a prefix of the target's
-/// (Go's urlsMatch).
-fn location_matches(glob: &str, target: &str) -> bool {
-    let (glob_host, glob_path) = split_location(glob);
-    let (target_host, target_path) = split_location(target);
-    let (glob_labels, glob_port) = host_parts(glob_host);
-    let (target_labels, target_port) = host_parts(target_host);
-    glob_port == target_port
-        && glob_labels.len() == target_labels.len()
-        && target_path.starts_with(glob_path)
-        && glob_labels
-            .iter()
-            .zip(&target_labels)
-            .all(|(g, t)| glob_match(g, t))
-}
-
-/// Shell-style matching of one label: `*`, `?` and `[...]` classes (Go's
-/// filepath.Match within a label, which has no separators).
-fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    fn class(p: &[char], c: char) -> Option<(bool, usize)> {
-        // p starts after '['; returns (matched, length consumed incl. ']').
-        let mut i = 0;
-        let negate = matches!(p.first(), Some('^') | Some('!'));
-        if negate {
-            i += 1;
-        }
-        let mut matched = false;
-        let mut first = true;
-        while i < p.len() {
-            if p[i] == ']' && !first {
-                return Some((matched != negate, i + 1));
-            }
-            first = false;
-            let lo = p[i];
-            if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
-                if lo <= c && c <= p[i + 2] {
-                    matched = true;
-                }
-                i += 3;
-            } else {
-                if lo == c {
-                    matched = true;
-                }
-                i += 1;
-            }
-        }
-        None
-    }
-    fn go(p: &[char], t: &[char]) -> bool {
-        match p.first() {
-            None => t.is_empty(),
-            Some('*') => (0..=t.len()).any(|k| go(&p[1..], &t[k..])),
-            Some('?') => !t.is_empty() && go(&p[1..], &t[1..]),
-            Some('[') => match (t.first(), class(&p[1..], *t.first().unwrap_or(&'\0'))) {
-                (Some(_), Some((true, used))) => go(&p[1 + used..], &t[1..]),
-                _ => false,
-            },
-            Some('\\') if p.len() > 1 => t.first() == Some(&p[1]) && go(&p[2..], &t[1..]),
-            Some(c) => t.first() == Some(c) && go(&p[1..], &t[1..]),
-        }
-    }
-    go(&p, &t)
 }
 
 /// Whether an image without a registry host means Docker Hub (Go's
@@ -171,12 +106,9 @@ fn is_default_registry(image: &str) -> bool {
         || !first.contains(['.', ':'])
 }
 
-/// The credentials of one entry: `auth` (base64 `user:password`), when
-/// present, wins over `username`/`password` as in Go's config decoding.
-/// The server address is left empty as Go's keyring leaves it: the runtime
-/// matches credentials to the registry it resolved, and containerd refuses
-/// an address without a scheme.
-fn to_auth(e: Entry) -> AuthConfig {
+/// The credentials of one secret entry: `auth` (base64 `user:password`),
+/// when present and readable, wins over `username`/`password`.
+fn to_entry(e: Entry) -> DockerConfigEntry {
     let (mut username, mut password) = (e.username, e.password);
     if !e.auth.is_empty()
         && let Ok(raw) = base64::engine::general_purpose::STANDARD.decode(e.auth.trim())
@@ -187,14 +119,7 @@ fn to_auth(e: Entry) -> AuthConfig {
         password = p.to_string();
     }
     let _ = e.email;
-    AuthConfig {
-        username,
-        password,
-        auth: String::new(),
-        server_address: String::new(),
-        identity_token: String::new(),
-        registry_token: String::new(),
-    }
+    DockerConfigEntry { username, password }
 }
 
 impl Keyring {
@@ -226,20 +151,36 @@ impl Keyring {
                 );
                 continue;
             };
-            for (location, entry) in auths {
-                let Some(key) = index_key(&location) else {
-                    continue;
-                };
-                ring.creds
-                    .entry(key.clone())
-                    .or_default()
-                    .push(to_auth(entry));
-                ring.index.push(key);
-            }
+            let config: DockerConfig = auths
+                .into_iter()
+                .map(|(location, entry)| (location, to_entry(entry)))
+                .collect();
+            ring.add(&config);
         }
-        ring.index.sort_unstable_by(|a, b| b.cmp(a));
-        ring.index.dedup();
         ring
+    }
+
+    /// Adds a docker config's credentials (Add). The server address is
+    /// left empty as Go's keyring leaves it: the runtime matches
+    /// credentials to the registry it resolved, and containerd refuses an
+    /// address without a scheme.
+    pub fn add(&mut self, config: &DockerConfig) {
+        for (location, entry) in config {
+            let Some(key) = index_key(location) else {
+                continue;
+            };
+            self.creds.entry(key.clone()).or_default().push(AuthConfig {
+                username: entry.username.clone(),
+                password: entry.password.clone(),
+                auth: String::new(),
+                server_address: String::new(),
+                identity_token: String::new(),
+                registry_token: String::new(),
+            });
+            self.index.push(key);
+        }
+        self.index.sort_unstable_by(|a, b| b.cmp(a));
+        self.index.dedup();
     }
 
     /// Credentials for `repository` (`docker.io/library/busybox`): every
@@ -249,7 +190,7 @@ impl Keyring {
         let mut out: Vec<AuthConfig> = self
             .index
             .iter()
-            .filter(|k| location_matches(k, repository))
+            .filter(|k| urls_match_str(k, repository))
             .flat_map(|k| self.creds.get(k).into_iter().flatten().cloned())
             .collect();
         if out.is_empty() && is_default_registry(repository) {
@@ -337,24 +278,5 @@ mod tests {
             assert_eq!(a.server_address, "", "left empty as Go's keyring does");
         }
         assert!(Keyring::from_pull_secrets(&[]).is_empty());
-    }
-
-    #[test]
-    fn label_globs_as_shell_patterns() {
-        let cases = [
-            ("*", "anything", true),
-            ("reg?", "reg1", true),
-            ("reg?", "reg12", false),
-            ("[a-c]x", "bx", true),
-            ("[!a-c]x", "bx", false),
-            ("[^a-c]x", "dx", true),
-            ("a*b", "ab", true),
-            ("a*b", "acccb", true),
-            ("a*b", "acccd", false),
-            ("[", "[", false),
-        ];
-        for (pattern, text, want) in cases {
-            assert_eq!(glob_match(pattern, text), want, "{pattern} {text}");
-        }
     }
 }

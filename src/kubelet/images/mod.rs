@@ -1,7 +1,9 @@
 //! pkg/kubelet/images: making container images available (pull policies,
 //! pull back-off, serialized, bounded or parallel pulls, the registry QPS
-//! limit, pull secrets) and image garbage collection by disk usage.
+//! limit, pull secrets, the node's registry credentials) and image garbage
+//! collection by disk usage.
 
+pub mod credentialprovider;
 pub mod gc;
 pub mod keyring;
 pub mod manager;

@@ -1,13 +1,14 @@
 //! The image side of the runtime as the image manager and image GC use it
 //! (the image half of Go's kubeGenericRuntimeManager): look an image up,
-//! pull it with the pod's registry credentials, list and remove images, and
-//! read the user an image runs as.
+//! pull it with the pod's registry credentials then the node's, list and
+//! remove images, and read the user an image runs as.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
 
+use super::credentialprovider::DockerKeyring;
 use super::keyring::Keyring;
 use super::reference::{ReferenceError, repository_to_pull};
 use super::throttle::TokenBucket;
@@ -69,6 +70,8 @@ impl ImageRequest {
 pub struct RuntimeImageService {
     images: Arc<dyn ImageService>,
     limiter: Option<TokenBucket>,
+    /// The node's credentials, tried after the pod's pull secrets'.
+    node_keyring: Arc<dyn DockerKeyring>,
 }
 
 impl std::fmt::Debug for RuntimeImageService {
@@ -80,9 +83,18 @@ impl std::fmt::Debug for RuntimeImageService {
 }
 
 impl RuntimeImageService {
-    /// `limiter` throttles pulls (registryPullQPS/registryBurst).
-    pub fn new(images: Arc<dyn ImageService>, limiter: Option<TokenBucket>) -> Self {
-        RuntimeImageService { images, limiter }
+    /// `limiter` throttles pulls (registryPullQPS/registryBurst);
+    /// `node_keyring` holds the node's own registry credentials.
+    pub fn new(
+        images: Arc<dyn ImageService>,
+        limiter: Option<TokenBucket>,
+        node_keyring: Arc<dyn DockerKeyring>,
+    ) -> Self {
+        RuntimeImageService {
+            images,
+            limiter,
+            node_keyring,
+        }
     }
 
     /// The CRI image service underneath.
@@ -115,8 +127,9 @@ impl RuntimeImageService {
         })
     }
 
-    /// Pulls the image, trying each matching credential from the pull
-    /// secrets in turn; returns the image reference the runtime reports.
+    /// Pulls the image, trying each matching credential in turn: the pull
+    /// secrets', then the node's (Go's MakeDockerKeyring union); returns
+    /// the image reference the runtime reports.
     pub async fn pull_image(
         &self,
         image: &ImageRequest,
@@ -129,8 +142,8 @@ impl RuntimeImageService {
             return Err(ImageServiceError::QpsExceeded);
         }
         let repo = repository_to_pull(&image.image)?;
-        let keyring = Keyring::from_pull_secrets(pull_secrets);
-        let creds = keyring.lookup(&repo);
+        let mut creds = Keyring::from_pull_secrets(pull_secrets).lookup(&repo);
+        creds.extend(self.node_keyring.lookup(&repo).await);
         let spec = image.spec();
         if creds.is_empty() {
             crate::vlog!(3, image = %image.image, "pulling image without credentials");

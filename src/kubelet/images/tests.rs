@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret};
 use serde_json::json;
 
+use super::credentialprovider::{DockerKeyring, ProvidersKeyring};
 use super::*;
 use crate::cri::api;
 use crate::cri::{CriError, ImageService};
@@ -169,7 +170,32 @@ struct Rig {
     manager: ImageManager,
 }
 
+fn no_node_credentials() -> Arc<dyn DockerKeyring> {
+    Arc::new(ProvidersKeyring::default())
+}
+
+/// A node keyring with one credential for every image.
+struct NodeCredentials(&'static str);
+
+#[async_trait]
+impl DockerKeyring for NodeCredentials {
+    async fn lookup(&self, _: &str) -> Vec<api::AuthConfig> {
+        vec![api::AuthConfig {
+            username: self.0.into(),
+            ..Default::default()
+        }]
+    }
+}
+
 fn rig(settings: PullSettings, limiter: Option<TokenBucket>) -> Rig {
+    rig_with(settings, limiter, no_node_credentials())
+}
+
+fn rig_with(
+    settings: PullSettings,
+    limiter: Option<TokenBucket>,
+    node: Arc<dyn DockerKeyring>,
+) -> Rig {
     let images = Arc::new(FakeImages::default());
     let recorder = Arc::new(CapturingRecorder::default());
     let clock = ManualClock::new();
@@ -178,7 +204,7 @@ fn rig(settings: PullSettings, limiter: Option<TokenBucket>) -> Rig {
         IMAGE_BACKOFF_MAX,
         clock.clone(),
     ));
-    let service = Arc::new(RuntimeImageService::new(images.clone(), limiter));
+    let service = Arc::new(RuntimeImageService::new(images.clone(), limiter, node));
     let manager = ImageManager::new(service, recorder.clone(), backoff, settings);
     Rig {
         images,
@@ -387,6 +413,60 @@ async fn pull_secrets_are_tried_in_turn() {
     );
 }
 
+/// Go's MakeDockerKeyring union: the pull secrets' credentials first, then
+/// the node's; without pull secrets, the node's alone.
+#[tokio::test]
+async fn node_credentials_follow_pull_secrets() {
+    use base64::Engine as _;
+    let cfg = json!({"auths": {"registry.local": {"auth": base64::engine::general_purpose::STANDARD.encode("u:p")}}});
+    let secret = Secret {
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(
+            [(
+                ".dockerconfigjson".to_string(),
+                k8s_openapi::ByteString(cfg.to_string().into_bytes()),
+            )]
+            .into(),
+        ),
+        ..Default::default()
+    };
+    let image = "registry.local/app:1".to_string();
+    let cases: &[(bool, bool, &[&str])] = &[
+        // (with secret, pulls fail, users tried in order)
+        (true, true, &["u", "node"]),
+        (true, false, &["u"]),
+        (false, true, &["node"]),
+        (false, false, &["node"]),
+    ];
+    for (with_secret, fail, want) in cases {
+        let r = rig_with(
+            PullSettings::default(),
+            None,
+            Arc::new(NodeCredentials("node")),
+        );
+        *r.images.fail_pulls.lock().unwrap() = *fail;
+        let p = pod(Some("Always"), &image);
+        let c = &p.spec.as_ref().expect("spec").containers[0];
+        let secrets = if *with_secret {
+            vec![secret.clone()]
+        } else {
+            vec![]
+        };
+        let result = r.manager.ensure_image_exists(&p, c, &secrets, None).await;
+        assert_eq!(result.is_err(), *fail, "{with_secret} {fail}");
+        let tried: Vec<Option<String>> = r
+            .images
+            .pulls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, u)| u.clone())
+            .collect();
+        let want: Vec<Option<String>> = want.iter().map(|u| Some(u.to_string())).collect();
+        assert_eq!(tried, want, "{with_secret} {fail}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Image GC
 
@@ -466,7 +546,11 @@ fn gc_rig(
     let clock = ManualClock::new();
     let gc = ImageGcManager::new(
         runtime.clone(),
-        Arc::new(RuntimeImageService::new(images.clone(), None)),
+        Arc::new(RuntimeImageService::new(
+            images.clone(),
+            None,
+            no_node_credentials(),
+        )),
         Arc::new(FixedStats(images.clone())),
         recorder.clone(),
         ObjectReference {
