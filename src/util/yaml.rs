@@ -15,6 +15,7 @@
 //! decoder treats as the Go kubelet treats them.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::{Map, Number, Value};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Tag};
@@ -36,21 +37,74 @@ pub enum YamlError {
     ExcessiveAliasing,
 }
 
-/// Most nodes alias expansion may produce before a document is refused (a
-/// "billion laughs" document would otherwise exhaust memory).
-const MAX_EXPANDED_NODES: usize = 1_000_000;
+/// go-yaml v2's alias budget (its fix for CVE-2019-11253): once more than
+/// 1000 nodes were decoded and more than 100 of them came from aliases, the
+/// share of aliased nodes may be at most 99% up to 400,000 nodes, falling
+/// linearly to 10% at 4,000,000.
+const ALIAS_RATIO_RANGE_LOW: usize = 400_000;
+const ALIAS_RATIO_RANGE_HIGH: usize = 4_000_000;
 
-fn node_count(node: &Node) -> usize {
-    match node {
-        Node::Scalar { .. } => 1,
-        Node::Seq(items) => 1 + items.iter().map(node_count).sum::<usize>(),
-        Node::Map(pairs, _) => {
-            1 + pairs
-                .iter()
-                .map(|(k, v)| node_count(k) + node_count(v))
-                .sum::<usize>()
+fn allowed_alias_ratio(decoded: usize) -> f64 {
+    if decoded <= ALIAS_RATIO_RANGE_LOW {
+        0.99
+    } else if decoded >= ALIAS_RATIO_RANGE_HIGH {
+        0.10
+    } else {
+        let span = (ALIAS_RATIO_RANGE_HIGH - ALIAS_RATIO_RANGE_LOW) as f64;
+        0.99 - 0.89 * ((decoded - ALIAS_RATIO_RANGE_LOW) as f64 / span)
+    }
+}
+
+/// Walks the tree in decoding order counting what decoding would visit
+/// (aliases followed, nothing copied), and refuses the document as soon
+/// as aliases make up more of it than go-yaml v2 allows: a "billion laughs"
+/// document fails after a few thousand steps, before any value is built.
+fn check_aliasing(root: &Node) -> Result<(), YamlError> {
+    // The document node counts too.
+    let mut decoded = 1usize;
+    let mut aliased = 0usize;
+    let mut stack: Vec<(&Node, usize)> = vec![(root, 0)];
+    while let Some((node, depth)) = stack.pop() {
+        let (node, depth) = match node {
+            Node::Shared { node, alias: false } => (node.as_ref(), depth),
+            other => (other, depth),
+        };
+        decoded += 1;
+        if depth > 0 {
+            aliased += 1;
+        }
+        if aliased > 100
+            && decoded > 1000
+            && aliased as f64 / decoded as f64 > allowed_alias_ratio(decoded)
+        {
+            return Err(YamlError::ExcessiveAliasing);
+        }
+        match node {
+            Node::Shared { node, .. } => stack.push((node.as_ref(), depth + 1)),
+            Node::Scalar { .. } => {}
+            Node::Seq(items) => stack.extend(items.iter().rev().map(|n| (n, depth))),
+            Node::Map(pairs, _) => {
+                for (k, v) in pairs.iter().rev() {
+                    if is_merge_key(k) {
+                        match v.target() {
+                            Node::Seq(items) => {
+                                stack.extend(items.iter().map(|n| (n, depth)));
+                            }
+                            _ => stack.push((v, depth)),
+                        }
+                    } else {
+                        stack.push((v, depth));
+                        stack.push((k, depth));
+                    }
+                }
+            }
         }
     }
+    Ok(())
+}
+
+fn is_merge_key(key: &Node) -> bool {
+    matches!(key.target(), Node::Scalar { text, plain: true, tag: None, .. } if text == "<<")
 }
 
 /// A YAML document turned into JSON, with the keys that were repeated.
@@ -71,6 +125,20 @@ enum Node {
     },
     Seq(Vec<Node>),
     Map(Vec<(Node, Node)>, usize),
+    /// An anchored node (`alias: false`) or an alias to one (`alias:
+    /// true`), shared rather than copied.
+    Shared { node: Rc<Node>, alias: bool },
+}
+
+impl Node {
+    /// The node itself, or the one an anchor or alias stands for.
+    fn target(&self) -> &Node {
+        let mut node = self;
+        while let Node::Shared { node: inner, .. } = node {
+            node = inner;
+        }
+        node
+    }
 }
 
 fn core_tag(tag: &Option<std::borrow::Cow<'_, Tag>>) -> Option<String> {
@@ -95,13 +163,20 @@ enum Frame {
 fn attach(
     stack: &mut [Frame],
     root: &mut Option<Node>,
-    anchors: &mut HashMap<usize, Node>,
+    anchors: &mut HashMap<usize, Rc<Node>>,
     node: Node,
     anchor: usize,
 ) {
-    if anchor != 0 {
-        anchors.insert(anchor, node.clone());
-    }
+    let node = if anchor != 0 {
+        let shared = Rc::new(node);
+        anchors.insert(anchor, shared.clone());
+        Node::Shared {
+            node: shared,
+            alias: false,
+        }
+    } else {
+        node
+    };
     match stack.last_mut() {
         Some(Frame::Seq(items, _)) => items.push(node),
         Some(Frame::Map {
@@ -116,11 +191,10 @@ fn attach(
 
 /// Builds the node tree of the first document, resolving aliases.
 fn parse_tree(text: &str) -> Result<Option<Node>, YamlError> {
-    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    let mut anchors: HashMap<usize, Rc<Node>> = HashMap::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Node> = None;
     let mut in_document = false;
-    let mut expanded = 0usize;
 
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| YamlError::Syntax(e.to_string()))?;
@@ -146,11 +220,8 @@ fn parse_tree(text: &str) -> Result<Option<Node>, YamlError> {
                 let node = anchors.get(&id).cloned().ok_or_else(|| {
                     YamlError::Syntax(format!("unknown anchor referenced at line {line}"))
                 })?;
-                expanded += node_count(&node);
-                if expanded > MAX_EXPANDED_NODES {
-                    return Err(YamlError::ExcessiveAliasing);
-                }
-                attach(&mut stack, &mut root, &mut anchors, node, 0);
+                let alias = Node::Shared { node, alias: true };
+                attach(&mut stack, &mut root, &mut anchors, alias, 0);
             }
             Event::SequenceStart(_, anchor, _) => stack.push(Frame::Seq(Vec::new(), anchor)),
             Event::MappingStart(_, anchor, _) => stack.push(Frame::Map {
@@ -338,7 +409,7 @@ fn resolve_tagged(text: &str, tag: &str, line: usize) -> Result<Scalar, YamlErro
 }
 
 fn resolve(node: &Node) -> Result<Option<Scalar>, YamlError> {
-    match node {
+    match node.target() {
         Node::Scalar {
             text,
             plain,
@@ -397,7 +468,7 @@ impl Converter {
 
     /// A mapping key as sigs.k8s.io/yaml turns it into a JSON key.
     fn key(&self, node: &Node, map_line: usize) -> Result<String, YamlError> {
-        let line = match node {
+        let line = match node.target() {
             Node::Scalar { line, .. } => *line,
             _ => map_line,
         };
@@ -417,6 +488,7 @@ impl Converter {
 
     fn convert(&mut self, node: &Node) -> Result<Value, YamlError> {
         match node {
+            Node::Shared { node, .. } => self.convert(node),
             Node::Scalar { line, .. } => {
                 let s = resolve(node)?.unwrap_or(Scalar::Null);
                 self.scalar(s, *line)
@@ -430,13 +502,12 @@ impl Converter {
                 let mut out = Map::new();
                 let mut seen: HashMap<String, usize> = HashMap::new();
                 for (key, value) in pairs {
-                    if matches!(key, Node::Scalar { text, plain: true, tag: None, .. } if text == "<<")
-                    {
+                    if is_merge_key(key) {
                         self.merge(&mut out, value, *line)?;
                         continue;
                     }
                     let name = self.key(key, *line)?;
-                    let key_line = match key {
+                    let key_line = match key.target() {
                         Node::Scalar { line, .. } => *line,
                         _ => *line,
                     };
@@ -461,7 +532,7 @@ impl Converter {
         value: &Node,
         line: usize,
     ) -> Result<(), YamlError> {
-        let sources: Vec<&Node> = match value {
+        let sources: Vec<&Node> = match value.target() {
             Node::Map(..) => vec![value],
             Node::Seq(items) => items.iter().collect(),
             _ => return Err(YamlError::BadMerge { line }),
@@ -525,7 +596,10 @@ pub fn to_json(text: &str) -> Result<Converted, YamlError> {
         duplicates: Vec::new(),
     };
     let value = match parse_tree(text)? {
-        Some(node) => converter.convert(&node)?,
+        Some(node) => {
+            check_aliasing(&node)?;
+            converter.convert(&node)?
+        }
         None => Value::Null,
     };
     Ok(Converted {
@@ -784,5 +858,38 @@ second: doc
             ));
         }
         assert_eq!(to_json(&doc), Err(YamlError::ExcessiveAliasing));
+    }
+
+    /// The bomb of the issue (9 aliases per level, 8 and 9 levels, about
+    /// 500 bytes): refused while walking shared nodes, so nothing the size
+    /// of its expansion (9^9 nodes) is ever built; documents that use
+    /// aliases moderately still read.
+    #[test]
+    fn alias_budget_is_go_yaml_v2s() {
+        for levels in [8, 9] {
+            let mut doc = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+            let mut prev = "a".to_string();
+            for i in 1..levels {
+                let name = format!("l{i}");
+                let refs = vec![format!("*{prev}"); 9].join(",");
+                doc.push_str(&format!("{name}: &{name} [{refs}]\n"));
+                prev = name;
+            }
+            assert!(doc.len() < 700, "{}", doc.len());
+            assert_eq!(to_json(&doc), Err(YamlError::ExcessiveAliasing), "{levels} levels");
+        }
+        // 300 uses of a three-entry anchor: 75% of the nodes come from
+        // aliases, under the 99% go-yaml allows.
+        let mut doc = String::from("base: &b {x: 1, y: 2, z: 3}\nitems:\n");
+        for _ in 0..300 {
+            doc.push_str("- *b\n");
+        }
+        let v = to_json(&doc).expect("moderate aliasing").value;
+        assert_eq!(v["items"].as_array().map(Vec::len), Some(300));
+        assert_eq!(v["items"][299]["z"], 3);
+        // Below 1000 nodes nothing is counted against it.
+        assert_eq!(allowed_alias_ratio(1), 0.99);
+        assert_eq!(allowed_alias_ratio(4_000_000), 0.10);
+        assert!((allowed_alias_ratio(2_200_000) - 0.545).abs() < 1e-9);
     }
 }
