@@ -887,6 +887,7 @@ async fn webhook_authentication_and_authorization_guard_the_main_server() {
         healthz: kubelet::healthz::Healthz::new(),
         configz: kubelet::configz::Configz::new(),
         metrics: None,
+        probe_metrics: None,
         kubelet: None,
     };
     let mut router = main_router(&handlers, true).unwrap();

@@ -200,6 +200,7 @@ fn handlers() -> ServerHandlers {
         healthz: Healthz::new(),
         configz,
         metrics: Some(Arc::new(|| "kubelet_test_metric 1\n".to_string())),
+        probe_metrics: None,
         kubelet: None,
     }
 }

@@ -124,6 +124,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         healthz,
         configz: p.configz,
         metrics: Some(Arc::new(crate::metrics::render_text)),
+        probe_metrics: Some(Arc::new(crate::metrics::render_probes_text)),
         kubelet: Some(kubelet.server_sources()),
     };
     let c = &server.config;

@@ -56,6 +56,7 @@ impl Kubelet {
     /// StartGarbageCollection).
     pub async fn start(self, tasks: &TaskSet) -> Result<Running, StartError> {
         self.setup_data_dirs().await?;
+        crate::metrics::kubelet::record_identity(&self.env.node_name);
         let Kubelet {
             env,
             sources,

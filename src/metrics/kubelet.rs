@@ -115,3 +115,100 @@ pub fn run_podsandbox_errors() -> &'static CounterVec {
         ),
     )
 }
+
+fn gauge(cell: &'static OnceLock<Arc<super::GaugeVec>>, desc: Desc) -> &'static super::GaugeVec {
+    cell.get_or_init(|| {
+        let vec = Arc::new(super::GaugeVec::new(desc));
+        super::global().register(vec.clone());
+        vec
+    })
+}
+
+/// `kubelet_node_name{node}`: 1 for the node this kubelet runs.
+pub fn node_name() -> &'static super::GaugeVec {
+    static CELL: OnceLock<Arc<super::GaugeVec>> = OnceLock::new();
+    gauge(
+        &CELL,
+        Desc::new(
+            "kubelet_node_name",
+            "The node this kubelet runs, as a label; the value is always 1.",
+            &["node"],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// `kubernetes_build_info{...}`: 1, with the build's identity as labels.
+pub fn build_info() -> &'static super::GaugeVec {
+    static CELL: OnceLock<Arc<super::GaugeVec>> = OnceLock::new();
+    gauge(
+        &CELL,
+        Desc::new(
+            "kubernetes_build_info",
+            "The build of this binary, as labels; the value is always 1.",
+            &[
+                "build_date",
+                "compiler",
+                "git_commit",
+                "git_tree_state",
+                "git_version",
+                "go_version",
+                "major",
+                "minor",
+                "platform",
+            ],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// Records the node's name and the build (once, at start).
+pub fn record_identity(node: &str) {
+    node_name().set(&[node], 1.0);
+    let version = crate::version::git_version();
+    let (major, minor) = {
+        let core = crate::version::KUBERNETES_VERSION.trim_start_matches('v');
+        let mut parts = core.split('.');
+        (
+            parts.next().unwrap_or_default().to_string(),
+            parts.next().unwrap_or_default().to_string(),
+        )
+    };
+    let platform = format!("{}/{}", std::env::consts::OS, go_arch());
+    build_info().set(
+        &["", "rustc", "", "", &version, "", &major, &minor, &platform],
+        1.0,
+    );
+}
+
+/// The architecture as Go names it (GOARCH).
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+
+    #[test]
+    fn node_name_and_build_info_are_ones_with_labels() {
+        record_identity("node-a");
+        let text = crate::metrics::render_text();
+        assert!(
+            text.contains("kubelet_node_name{node=\"node-a\"} 1\n"),
+            "{text}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("kubernetes_build_info{"))
+            .expect("build info");
+        assert!(line.contains("major=\"1\",minor=\"25\""), "{line}");
+        assert!(line.contains("platform=\"linux/amd64\"") || !cfg!(target_arch = "x86_64"));
+        assert!(line.ends_with("} 1"));
+    }
+}

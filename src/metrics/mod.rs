@@ -5,13 +5,17 @@
 //! Families are registered on first use; one with no samples renders nothing,
 //! as with the Go client, so lazy registration changes no output.
 
+pub mod gauge;
 pub mod kubelet;
+pub mod process;
 pub mod text;
 pub mod vec;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+pub use gauge::GaugeVec;
+pub use process::ProcessCollector;
 pub use text::CONTENT_TYPE;
 pub use vec::{
     Collector, CounterVec, Desc, HistogramSnapshot, HistogramVec, Stability, default_buckets,
@@ -72,10 +76,30 @@ impl Registry {
     }
 }
 
-/// The process-wide registry.
+/// The process-wide registry (/metrics), with the process families.
 pub fn global() -> &'static Registry {
     static GLOBAL: OnceLock<Registry> = OnceLock::new();
-    GLOBAL.get_or_init(Registry::new)
+    GLOBAL.get_or_init(|| {
+        let registry = Registry::new();
+        registry.register(Arc::new(ProcessCollector::all()));
+        registry
+    })
+}
+
+/// The prober's registry (/metrics/probes): the probe families and the
+/// process start time, as the Go kubelet serves them there.
+pub fn probes() -> &'static Registry {
+    static PROBES: OnceLock<Registry> = OnceLock::new();
+    PROBES.get_or_init(|| {
+        let registry = Registry::new();
+        registry.register(Arc::new(ProcessCollector::start_time_only()));
+        registry
+    })
+}
+
+/// The prober's registry in text format, for /metrics/probes.
+pub fn render_probes_text() -> String {
+    probes().render_text()
 }
 
 /// The process-wide registry in text format, for the /metrics handler

@@ -49,7 +49,7 @@ impl Desc {
         }
     }
 
-    fn write_header(&self, out: &mut String, kind: &str) {
+    pub(super) fn write_header(&self, out: &mut String, kind: &str) {
         let _ = writeln!(
             out,
             "# HELP {} {}",
@@ -59,7 +59,7 @@ impl Desc {
         let _ = writeln!(out, "# TYPE {} {kind}", self.name);
     }
 
-    fn pairs<'a>(&'a self, values: &'a [String]) -> Vec<(&'a str, &'a str)> {
+    pub(super) fn pairs<'a>(&'a self, values: &'a [String]) -> Vec<(&'a str, &'a str)> {
         self.labels
             .iter()
             .map(String::as_str)
@@ -69,7 +69,7 @@ impl Desc {
 
     /// Label values padded or cut to the family's label count, so a caller's
     /// mistake never panics and never produces a malformed line.
-    fn key(&self, values: &[&str]) -> Vec<String> {
+    pub(super) fn key(&self, values: &[&str]) -> Vec<String> {
         (0..self.labels.len())
             .map(|i| values.get(i).map(|v| (*v).to_string()).unwrap_or_default())
             .collect()

@@ -127,7 +127,10 @@ enum Node {
     Map(Vec<(Node, Node)>, usize),
     /// An anchored node (`alias: false`) or an alias to one (`alias:
     /// true`), shared rather than copied.
-    Shared { node: Rc<Node>, alias: bool },
+    Shared {
+        node: Rc<Node>,
+        alias: bool,
+    },
 }
 
 impl Node {
@@ -867,7 +870,9 @@ second: doc
     #[test]
     fn alias_budget_is_go_yaml_v2s() {
         for levels in [8, 9] {
-            let mut doc = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+            let mut doc = String::from(
+                "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+            );
             let mut prev = "a".to_string();
             for i in 1..levels {
                 let name = format!("l{i}");
@@ -876,7 +881,11 @@ second: doc
                 prev = name;
             }
             assert!(doc.len() < 700, "{}", doc.len());
-            assert_eq!(to_json(&doc), Err(YamlError::ExcessiveAliasing), "{levels} levels");
+            assert_eq!(
+                to_json(&doc),
+                Err(YamlError::ExcessiveAliasing),
+                "{levels} levels"
+            );
         }
         // 300 uses of a three-entry anchor: 75% of the nodes come from
         // aliases, under the 99% go-yaml allows.

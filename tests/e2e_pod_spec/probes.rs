@@ -259,6 +259,7 @@ async fn http_probes(node: &Node) {
     );
     node.wait("web", START, "ready", |p| pod_ready(p, true))
         .await;
+    probe_metrics_count_the_probes(node).await;
     let t = Instant::now();
     rm(&dir, "healthz.html");
     let (_, seen) = node
@@ -295,6 +296,55 @@ async fn http_probes(node: &Node) {
         .await;
     assert_eq!(restarts(&p, "web"), 1);
     node.remove_pod("web");
+}
+
+/// /metrics/probes (both ports, as Go serves it) counts the probes run,
+/// with Go's labels, and carries the process start time; /metrics does
+/// not carry the probe families but does carry the process ones.
+async fn probe_metrics_count_the_probes(node: &Node) {
+    let port = node.ports.read_only;
+    let (status, probes) =
+        tokio::task::spawn_blocking(move || harness::http_get(port, "/metrics/probes"))
+            .await
+            .expect("scrape")
+            .expect("an answer");
+    assert_eq!(status, 200);
+    let series = probes
+        .lines()
+        .find(|l| {
+            l.starts_with("prober_probe_total{container=\"web\",")
+                && l.contains("probe_type=\"Readiness\",result=\"successful\"}")
+        })
+        .unwrap_or_else(|| panic!("no successful readiness series for web: {probes}"));
+    assert!(series.contains(",pod_uid=\""), "{series}");
+    let count: f64 = series
+        .rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    assert!(count >= 1.0, "{series}");
+    assert!(
+        probes.contains("\n# TYPE process_start_time_seconds gauge\n"),
+        "{probes}"
+    );
+    let (_, metrics) = tokio::task::spawn_blocking(move || harness::http_get(port, "/metrics"))
+        .await
+        .expect("scrape")
+        .expect("an answer");
+    assert!(
+        !metrics.contains("prober_probe_total"),
+        "probe families only on /metrics/probes"
+    );
+    for family in [
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "kubelet_node_name",
+    ] {
+        assert!(
+            metrics.contains(&format!("# TYPE {family} ")),
+            "{family} missing"
+        );
+    }
 }
 
 /// tcpSocket: readiness follows a listener the test switches on and off;

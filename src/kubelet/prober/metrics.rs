@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::metrics::{CounterVec, Desc, HistogramVec, Stability, default_buckets, global};
+use crate::metrics::{CounterVec, Desc, HistogramVec, Stability, default_buckets, probes};
 
 /// `prober_probe_total{container,namespace,pod,pod_uid,probe_type,result}`.
 pub const PROBE_TOTAL: &str = "prober_probe_total";
@@ -34,7 +34,7 @@ pub fn probe_total() -> &'static CounterVec {
             ],
             Stability::Alpha,
         )));
-        global().register(vec.clone());
+        probes().register(vec.clone());
         vec
     })
 }
@@ -52,7 +52,7 @@ pub fn probe_duration() -> &'static HistogramVec {
             ),
             default_buckets(),
         ));
-        global().register(vec.clone());
+        probes().register(vec.clone());
         vec
     })
 }
@@ -130,7 +130,7 @@ mod tests {
         let l = WorkerLabels::new("Readiness", "web", "metrics-render", "ns", "uid-render");
         l.record(RESULT_SUCCESSFUL, 0.02);
         l.record(RESULT_FAILED, 0.5);
-        let out = crate::metrics::render_text();
+        let out = crate::metrics::render_probes_text();
         assert!(out.contains(
             "prober_probe_total{container=\"web\",namespace=\"ns\",pod=\"metrics-render\",pod_uid=\"uid-render\",probe_type=\"Readiness\",result=\"successful\"} 1\n"
         ), "{out}");
@@ -138,6 +138,10 @@ mod tests {
             "prober_probe_duration_seconds_count{container=\"web\",namespace=\"ns\",pod=\"metrics-render\",probe_type=\"Readiness\"} 1\n"
         ), "failures are not timed: {out}");
         l.delete();
-        assert!(!crate::metrics::render_text().contains("metrics-render"));
+        assert!(!crate::metrics::render_probes_text().contains("metrics-render"));
+        assert!(
+            !crate::metrics::render_text().contains("prober_probe_total"),
+            "only on /metrics/probes"
+        );
     }
 }

@@ -32,6 +32,8 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Where the kubelet's own metrics are served.
 pub const METRICS_PATH: &str = "/metrics";
+/// Where the prober's metrics are served.
+pub const PROBE_METRICS_PATH: &str = "/metrics/probes";
 
 /// Path trees that need enableDebuggingHandlers.
 pub const DEBUGGING_PATHS: [&str; 8] = [
@@ -89,6 +91,8 @@ pub struct ServerHandlers {
     pub configz: Configz,
     /// Renders /metrics; `None` leaves /metrics unregistered.
     pub metrics: Option<MetricsRenderer>,
+    /// Renders /metrics/probes; `None` leaves it unregistered.
+    pub probe_metrics: Option<MetricsRenderer>,
     /// The kubelet's pods, stats, logs and streaming; `None` leaves their
     /// routes unregistered.
     pub kubelet: Option<KubeletSources>,
@@ -104,7 +108,7 @@ impl std::fmt::Debug for ServerHandlers {
 }
 
 /// Installs the default handlers: /healthz (and /healthz/<check>),
-/// /pods, /stats/summary, /metrics, /metrics/resource.
+/// /pods, /stats/summary, /metrics, /metrics/probes, /metrics/resource.
 pub fn install_default_handlers(
     router: &mut Router,
     handlers: &ServerHandlers,
@@ -116,6 +120,9 @@ pub fn install_default_handlers(
     }
     if let Some(render) = &handlers.metrics {
         router.handle(METRICS_PATH, metrics_handler(render.clone()))?;
+    }
+    if let Some(render) = &handlers.probe_metrics {
+        router.handle(PROBE_METRICS_PATH, metrics_handler(render.clone()))?;
     }
     if let Some(k) = &handlers.kubelet {
         router.handle(
@@ -198,6 +205,7 @@ mod tests {
             healthz: Healthz::new(),
             configz,
             metrics: Some(Arc::new(|| "# HELP up\nup 1\n".to_string())),
+            probe_metrics: Some(Arc::new(|| "# HELP probes\n".to_string())),
             kubelet: None,
         }
     }
@@ -255,6 +263,8 @@ mod tests {
                 "Debug endpoints are disabled.\n",
             ),
             (&ro, "/metrics", 200, "# HELP up\nup 1\n"),
+            (&ro, "/metrics/probes", 200, "# HELP probes\n"),
+            (&main_nodbg, "/metrics/probes", 200, "# HELP probes\n"),
             (
                 &ro,
                 "/run",
