@@ -191,6 +191,95 @@ fn go_arch() -> &'static str {
     }
 }
 
+/// `kubelet_pleg_relist_duration_seconds`: how long a relist took.
+pub fn pleg_relist_duration() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            "kubelet_pleg_relist_duration_seconds",
+            "Seconds the pod lifecycle event generator took to relist the runtime's pods.",
+            &[],
+            Stability::Alpha,
+        ),
+        default_buckets(),
+    )
+}
+
+/// `kubelet_pleg_relist_interval_seconds`: time between relists.
+pub fn pleg_relist_interval() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            "kubelet_pleg_relist_interval_seconds",
+            "Seconds from the start of one relist of the pod lifecycle event generator to the start of the next.",
+            &[],
+            Stability::Alpha,
+        ),
+        default_buckets(),
+    )
+}
+
+/// `kubelet_pleg_last_seen_seconds`: when the last relist happened.
+pub fn pleg_last_seen() -> &'static super::GaugeVec {
+    static CELL: OnceLock<Arc<super::GaugeVec>> = OnceLock::new();
+    gauge(
+        &CELL,
+        Desc::new(
+            "kubelet_pleg_last_seen_seconds",
+            "Unix time, in seconds, of the last relist of the pod lifecycle event generator.",
+            &[],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// `kubelet_pleg_discard_events`: events dropped for a full channel
+/// (always 0 here: the event stream queues per pod instead of dropping).
+pub fn pleg_discard_events() -> &'static CounterVec {
+    static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    let c = counter(
+        &CELL,
+        Desc::new(
+            "kubelet_pleg_discard_events",
+            "Pod lifecycle events dropped because their consumer was behind.",
+            &[],
+            Stability::Alpha,
+        ),
+    );
+    c.add(&[], 0.0);
+    c
+}
+
+/// `kubelet_running_pods`: pods with a running sandbox.
+pub fn running_pods() -> &'static super::GaugeVec {
+    static CELL: OnceLock<Arc<super::GaugeVec>> = OnceLock::new();
+    gauge(
+        &CELL,
+        Desc::new(
+            "kubelet_running_pods",
+            "Pods whose sandbox is running.",
+            &[],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// `kubelet_running_containers{container_state}`.
+pub fn running_containers() -> &'static super::GaugeVec {
+    static CELL: OnceLock<Arc<super::GaugeVec>> = OnceLock::new();
+    gauge(
+        &CELL,
+        Desc::new(
+            "kubelet_running_containers",
+            "Containers the runtime reports, by state.",
+            &["container_state"],
+            Stability::Alpha,
+        ),
+    )
+}
+
 #[cfg(test)]
 mod identity_tests {
     use super::*;

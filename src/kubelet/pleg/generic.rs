@@ -20,6 +20,7 @@ use super::events::{EventSender, PodLifecycleEvent, PodLifecycleEventType};
 use crate::kubelet::container::{
     ContainerState, PodCache, PodStatus, PodUid, RunningPod, Runtime, RuntimeError,
 };
+use crate::metrics::kubelet as metrics;
 use crate::util::backoff::go_duration_string;
 use crate::util::clock::Clock;
 use crate::util::lifecycle::{Period, TaskSet};
@@ -286,14 +287,23 @@ impl GenericPleg {
     pub async fn relist(&self) {
         crate::vlog!(5, "GenericPLEG: relisting");
         let timestamp = self.clock.monotonic();
+        if let Some(last) = *self.last_relist.lock().unwrap_or_else(|p| p.into_inner()) {
+            metrics::pleg_relist_interval()
+                .observe(&[], timestamp.saturating_duration_since(last).as_secs_f64());
+        }
         let pods = match self.runtime.get_pods(true).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(error = %e, "GenericPLEG: unable to retrieve pods");
+                self.observe_duration(timestamp);
                 return;
             }
         };
         *self.last_relist.lock().unwrap_or_else(|p| p.into_inner()) = Some(timestamp);
+        if let Ok(wall) = self.clock.now().duration_since(std::time::UNIX_EPOCH) {
+            metrics::pleg_last_seen().set(&[], wall.as_secs() as f64);
+        }
+        update_running_metrics(&pods);
 
         let mut state = self.state.lock().await;
         for r in state.records.values_mut() {
@@ -385,7 +395,51 @@ impl GenericPleg {
         state.to_reinspect = needs_reinspection;
         drop(state);
         self.cache.update_time(timestamp);
+        self.observe_duration(timestamp);
     }
+
+    fn observe_duration(&self, started: Instant) {
+        let took = self.clock.monotonic().saturating_duration_since(started);
+        metrics::pleg_relist_duration().observe(&[], took.as_secs_f64());
+    }
+}
+
+/// Containers per state and pods with a running sandbox, in a relist.
+fn running_counts(pods: &[RunningPod]) -> (BTreeMap<&'static str, usize>, usize) {
+    use crate::kubelet::container::ContainerState;
+    let mut by_state: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut running_sandboxes = 0usize;
+    for pod in pods {
+        for c in &pod.containers {
+            let state = match c.state {
+                ContainerState::Created => "created",
+                ContainerState::Running => "running",
+                ContainerState::Exited => "exited",
+                ContainerState::Unknown => "unknown",
+            };
+            *by_state.entry(state).or_default() += 1;
+        }
+        if pod
+            .sandboxes
+            .iter()
+            .any(|s| s.state == ContainerState::Running)
+        {
+            running_sandboxes += 1;
+        }
+    }
+    (by_state, running_sandboxes)
+}
+
+/// `kubelet_running_pods` and `kubelet_running_containers` per state seen
+/// (states no container is in keep their last value, as in Go).
+fn update_running_metrics(pods: &[RunningPod]) {
+    let (by_state, running_sandboxes) = running_counts(pods);
+    for (state, n) in by_state {
+        metrics::running_containers().set(&[state], n as f64);
+    }
+    metrics::running_pods().set(&[], running_sandboxes as f64);
+    // Registered with its zero so the family is always there.
+    let _ = metrics::pleg_discard_events();
 }
 
 #[cfg(test)]

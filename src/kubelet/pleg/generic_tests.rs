@@ -211,7 +211,24 @@ async fn relisting_emits_events_and_fills_the_cache() {
             vec![],
         ),
     ];
+    let (by_state, running) = super::running_counts(&runtime.pods.lock().unwrap());
+    assert_eq!(
+        by_state.into_iter().collect::<Vec<_>>(),
+        vec![("created", 1), ("exited", 2), ("running", 1)]
+    );
+    assert_eq!(running, 1, "one pod has a running sandbox");
     pleg.relist().await;
+    let text = crate::metrics::render_text();
+    for family in [
+        "kubelet_pleg_relist_duration_seconds_count ",
+        "kubelet_pleg_relist_interval_seconds_count ",
+        "kubelet_pleg_last_seen_seconds ",
+        "kubelet_pleg_discard_events 0\n",
+        "kubelet_running_pods ",
+        "kubelet_running_containers{container_state=\"exited\"} ",
+    ] {
+        assert!(text.contains(family), "{family}: {text}");
+    }
     assert_eq!(
         drain(&mut rx),
         vec![
