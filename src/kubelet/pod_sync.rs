@@ -67,6 +67,8 @@ pub struct PodSyncer {
     pub soft_admission: Arc<SoftAdmission>,
     /// The layout under `--root-dir`.
     pub dirs: PodDirs,
+    /// Latencies relative to the pod's first-seen time.
+    pub clock: Arc<dyn crate::util::clock::Clock>,
 }
 
 /// Why a pod's data directories could not be made.
@@ -175,6 +177,26 @@ impl PodSyncer {
     }
 }
 
+impl PodSyncer {
+    /// Seconds since the kubelet first saw `pod` (its config.seen
+    /// annotation); `None` without one.
+    fn seconds_since_first_seen(&self, pod: &Pod) -> Option<f64> {
+        let seen = pod
+            .metadata
+            .annotations
+            .as_ref()?
+            .get(crate::kubelet::types::CONFIG_FIRST_SEEN_ANNOTATION_KEY)?;
+        let seen = crate::kubelet::types::parse_rfc3339(seen)?;
+        Some(
+            self.clock
+                .now()
+                .duration_since(seen)
+                .unwrap_or_default()
+                .as_secs_f64(),
+        )
+    }
+}
+
 #[async_trait]
 impl PodSyncHandler for PodSyncer {
     async fn sync_pod(
@@ -186,6 +208,17 @@ impl PodSyncHandler for PodSyncer {
         mut status: PodStatus,
     ) -> Result<bool, PodSyncError> {
         crate::vlog!(4, pod = %format_pod(pod), update_type = %update_type, "syncPod enter");
+        let first_seen = self.seconds_since_first_seen(pod);
+        if update_type == SyncPodType::Create {
+            match first_seen {
+                Some(secs) => {
+                    crate::metrics::kubelet::pod_worker_start_duration().observe(&[], secs)
+                }
+                None => {
+                    crate::vlog!(3, pod = %format_pod(pod), "First seen time not recorded for pod")
+                }
+            }
+        }
         let mut api_status = self.generator.generate(pod, &status);
         status.ips = api_status
             .pod_ips
@@ -222,6 +255,16 @@ impl PodSyncHandler for PodSyncer {
             }
         }
 
+        let was_pending = self
+            .status_manager
+            .get_pod_status(Self::uid(pod))
+            .is_none_or(|s| s.phase.as_deref() == Some("Pending"));
+        if was_pending
+            && api_status.phase.as_deref() == Some("Running")
+            && let Some(secs) = first_seen
+        {
+            crate::metrics::kubelet::pod_start_duration().observe(&[], secs);
+        }
         let api_running = api_status
             .container_statuses
             .iter()

@@ -162,8 +162,30 @@ pub fn build_info() -> &'static super::GaugeVec {
     )
 }
 
-/// Records the node's name and the build (once, at start).
+/// Registers the unlabeled families with their zero, so they render from
+/// the start as the Go kubelet's do.
+pub fn register_unlabeled() {
+    for c in [pleg_discard_events(), started_pods(), started_pods_errors()] {
+        c.add(&[], 0.0);
+    }
+    for g in [running_pods(), pleg_last_seen()] {
+        g.add(&[], 0.0);
+    }
+    for h in [
+        pleg_relist_duration(),
+        pleg_relist_interval(),
+        pod_start_duration(),
+        pod_worker_start_duration(),
+        containers_per_pod(),
+    ] {
+        h.touch(&[]);
+    }
+}
+
+/// Records the node's name and the build, and registers the unlabeled
+/// families (once, at start).
 pub fn record_identity(node: &str) {
+    register_unlabeled();
     node_name().set(&[node], 1.0);
     let version = crate::version::git_version();
     let (major, minor) = {
@@ -239,7 +261,7 @@ pub fn pleg_last_seen() -> &'static super::GaugeVec {
 /// (always 0 here: the event stream queues per pod instead of dropping).
 pub fn pleg_discard_events() -> &'static CounterVec {
     static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
-    let c = counter(
+    counter(
         &CELL,
         Desc::new(
             "kubelet_pleg_discard_events",
@@ -247,9 +269,7 @@ pub fn pleg_discard_events() -> &'static CounterVec {
             &[],
             Stability::Alpha,
         ),
-    );
-    c.add(&[], 0.0);
-    c
+    )
 }
 
 /// `kubelet_running_pods`: pods with a running sandbox.
@@ -280,6 +300,125 @@ pub fn running_containers() -> &'static super::GaugeVec {
     )
 }
 
+/// `kubelet_pod_worker_duration_seconds{operation_type}`: from the update
+/// reaching the kubelet to its sync finishing.
+pub fn pod_worker_duration() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            "kubelet_pod_worker_duration_seconds",
+            "Seconds from a pod update reaching the kubelet to the pod worker finishing its sync, per update type.",
+            &[OPERATION_TYPE],
+            Stability::Alpha,
+        ),
+        default_buckets(),
+    )
+}
+
+/// `kubelet_pod_worker_start_duration_seconds`: from the kubelet first
+/// seeing a pod to its first sync.
+pub fn pod_worker_start_duration() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            "kubelet_pod_worker_start_duration_seconds",
+            "Seconds from the kubelet first seeing a pod to its pod worker starting on it.",
+            &[],
+            Stability::Alpha,
+        ),
+        default_buckets(),
+    )
+}
+
+/// `kubelet_pod_start_duration_seconds`: from the kubelet first seeing a
+/// pod to the pod running.
+pub fn pod_start_duration() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            "kubelet_pod_start_duration_seconds",
+            "Seconds from the kubelet first seeing a pod to the pod running.",
+            &[],
+            Stability::Alpha,
+        ),
+        default_buckets(),
+    )
+}
+
+/// `kubelet_containers_per_pod_count`: containers of each new pod.
+pub fn containers_per_pod() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            "kubelet_containers_per_pod_count",
+            "How many containers each pod the kubelet starts has.",
+            &[],
+            Stability::Alpha,
+        ),
+        exponential_buckets(1.0, 2.0, 5),
+    )
+}
+
+/// `kubelet_started_pods_total`: pod sandboxes the kubelet set out to start.
+pub fn started_pods() -> &'static CounterVec {
+    static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    counter(
+        &CELL,
+        Desc::new(
+            "kubelet_started_pods_total",
+            "Pods (sandboxes) the kubelet set out to start.",
+            &[],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// `kubelet_started_pods_errors_total`.
+pub fn started_pods_errors() -> &'static CounterVec {
+    static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    counter(
+        &CELL,
+        Desc::new(
+            "kubelet_started_pods_errors_total",
+            "Pods (sandboxes) the kubelet failed to start.",
+            &[],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// `kubelet_started_containers_total{container_type}`.
+pub fn started_containers() -> &'static CounterVec {
+    static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    counter(
+        &CELL,
+        Desc::new(
+            "kubelet_started_containers_total",
+            "Containers the kubelet set out to start, by type (container, init_container, ephemeral_container).",
+            &["container_type"],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// `kubelet_started_containers_errors_total{code,container_type}`.
+pub fn started_containers_errors() -> &'static CounterVec {
+    static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    counter(
+        &CELL,
+        Desc::new(
+            "kubelet_started_containers_errors_total",
+            "Containers the kubelet failed to start, by gRPC code and type.",
+            &["code", "container_type"],
+            Stability::Alpha,
+        ),
+    )
+}
+
 #[cfg(test)]
 mod identity_tests {
     use super::*;
@@ -299,5 +438,13 @@ mod identity_tests {
         assert!(line.contains("major=\"1\",minor=\"25\""), "{line}");
         assert!(line.contains("platform=\"linux/amd64\"") || !cfg!(target_arch = "x86_64"));
         assert!(line.ends_with("} 1"));
+        for zero in [
+            "kubelet_started_pods_errors_total 0\n",
+            "kubelet_pleg_discard_events 0\n",
+            "kubelet_pod_start_duration_seconds_count ",
+            "kubelet_containers_per_pod_count_bucket{le=\"16\"} ",
+        ] {
+            assert!(text.contains(zero), "{zero}");
+        }
     }
 }

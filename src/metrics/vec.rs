@@ -207,6 +207,19 @@ impl HistogramVec {
         data.count += 1;
     }
 
+    /// Creates the child with these label values, empty, so it renders
+    /// before its first observation (as an unlabeled Go histogram does).
+    pub fn touch(&self, values: &[&str]) {
+        let key = self.desc.key(values);
+        lock(&self.children)
+            .entry(key)
+            .or_insert_with(|| HistogramData {
+                counts: vec![0; self.buckets.len()],
+                sum: 0.0,
+                count: 0,
+            });
+    }
+
     /// Drops the child with these label values; whether there was one.
     pub fn remove(&self, values: &[&str]) -> bool {
         let key = self.desc.key(values);

@@ -339,6 +339,15 @@ async fn probe_metrics_count_the_probes(node: &Node) {
         "process_resident_memory_bytes",
         "process_open_fds",
         "kubelet_node_name",
+        "kubelet_pleg_relist_duration_seconds",
+        "kubelet_running_pods",
+        "kubelet_running_containers",
+        "kubelet_started_pods_total",
+        "kubelet_started_containers_total",
+        "kubelet_pod_start_duration_seconds",
+        "kubelet_pod_worker_duration_seconds",
+        "kubelet_pod_worker_start_duration_seconds",
+        "kubelet_containers_per_pod_count",
     ] {
         assert!(
             metrics.contains(&format!("# TYPE {family} ")),

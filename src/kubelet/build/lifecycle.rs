@@ -205,6 +205,7 @@ pub fn compose(
         recorder: recorder.clone(),
         soft_admission: seams.soft_admission,
         dirs: settings.dirs,
+        clock: clock.clone(),
     });
     let housekeeping = Arc::new(Housekeeping {
         pod_manager: pod_manager.clone(),

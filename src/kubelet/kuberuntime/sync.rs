@@ -192,6 +192,7 @@ impl KubeGenericRuntimeManager {
         let mut sandbox_id = changes.sandbox_id.clone();
         if changes.create_sandbox {
             crate::vlog!(4, pod = %key, "creating PodSandbox for pod");
+            crate::metrics::kubelet::started_pods().inc(&[]);
             match self.create_pod_sandbox(pod, changes.attempt).await {
                 Ok(id) => {
                     result.add(SyncResult::ok(SyncAction::CreatePodSandbox, key.clone()));
@@ -203,6 +204,7 @@ impl KubeGenericRuntimeManager {
                         crate::vlog!(4, pod = %key, "pod was deleted and sandbox failed to be created");
                         return result;
                     }
+                    crate::metrics::kubelet::started_pods_errors().inc(&[]);
                     tracing::error!(pod = %key, error = %e, "CreatePodSandbox for pod failed");
                     self.recorder.event(
                         &pod_ref(pod),
@@ -279,6 +281,12 @@ impl KubeGenericRuntimeManager {
                     crate::vlog!(4, container_type = type_name, container = %name, pod = %key, "backing off restarting container in pod");
                     return SyncResult::fail(SyncAction::StartContainer, name, e);
                 }
+                let metric_label = match type_name {
+                    "ephemeral container" => "ephemeral_container",
+                    "init container" => "init_container",
+                    _ => "container",
+                };
+                crate::metrics::kubelet::started_containers().inc(&[metric_label]);
                 crate::vlog!(4, container_type = type_name, container = %name, pod = %key, "creating container in pod");
                 match self
                     .start_container(
@@ -295,6 +303,8 @@ impl KubeGenericRuntimeManager {
                 {
                     Ok(()) => SyncResult::ok(SyncAction::StartContainer, name),
                     Err(e) => {
+                        crate::metrics::kubelet::started_containers_errors()
+                            .inc(&[&e.reason, metric_label]);
                         if e.reason == "ImagePullBackOff" {
                             crate::vlog!(3, container_type = type_name, container = %name, pod = %key, message = %e.message, "container start failed in pod");
                         } else {

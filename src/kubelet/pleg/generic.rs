@@ -438,8 +438,6 @@ fn update_running_metrics(pods: &[RunningPod]) {
         metrics::running_containers().set(&[state], n as f64);
     }
     metrics::running_pods().set(&[], running_sandboxes as f64);
-    // Registered with its zero so the family is always there.
-    let _ = metrics::pleg_discard_events();
 }
 
 #[cfg(test)]

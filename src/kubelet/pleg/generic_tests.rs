@@ -218,6 +218,7 @@ async fn relisting_emits_events_and_fills_the_cache() {
     );
     assert_eq!(running, 1, "one pod has a running sandbox");
     pleg.relist().await;
+    crate::metrics::kubelet::register_unlabeled();
     let text = crate::metrics::render_text();
     for family in [
         "kubelet_pleg_relist_duration_seconds_count ",

@@ -350,6 +350,7 @@ async fn manage_pod_loop(
             }
             Ok(Outcome::Done) if update.work_type == WorkType::Terminated => {
                 shared.complete_terminated(&pod);
+                observe_worker_duration(&shared, &update, "terminated");
                 crate::vlog!(4, pod = %format_pod(&pod), work_type = ?update.work_type, "Processing pod event done");
                 return;
             }
@@ -372,6 +373,16 @@ async fn manage_pod_loop(
             Ok(Outcome::Sync(false)) => Ok(()),
         };
         shared.complete_work(&pod, phase_transition, &outcome);
+        observe_worker_duration(&shared, &update, &update.options.update_type.to_string());
         crate::vlog!(4, pod = %format_pod(&pod), work_type = ?update.work_type, "Processing pod event done");
+    }
+}
+
+/// `kubelet_pod_worker_duration_seconds` for an update that carried its
+/// start time.
+fn observe_worker_duration(shared: &Shared, update: &PodWork, operation: &str) {
+    if let Some(start) = update.options.start_time {
+        let took = shared.clock.monotonic().saturating_duration_since(start);
+        crate::metrics::kubelet::pod_worker_duration().observe(&[operation], took.as_secs_f64());
     }
 }

@@ -99,9 +99,13 @@ impl SyncLoop {
         mirror_pod: Option<Arc<Pod>>,
         start: Instant,
     ) {
+        let containers = pod.spec.as_ref().map_or(0, |s| s.containers.len());
         let mut options = UpdatePodOptions::new(sync_type, pod, mirror_pod);
         options.start_time = Some(start);
         self.pod_workers.update_pod(options);
+        if sync_type == SyncPodType::Create {
+            crate::metrics::kubelet::containers_per_pod().observe(&[], containers as f64);
+        }
     }
 
     /// A mirror pod change is an update of its static pod.
