@@ -332,6 +332,12 @@ async fn probe_metrics_count_the_probes(node: &Node) {
         .expect("scrape")
         .expect("an answer");
     assert!(
+        metrics.contains(
+            "kubelet_http_requests_total{long_running=\"false\",method=\"GET\",path=\"metrics/probes\",server_type=\"readonly\"} "
+        ),
+        "the /metrics/probes scrape is counted: {metrics}"
+    );
+    assert!(
         !metrics.contains("prober_probe_total"),
         "probe families only on /metrics/probes"
     );
@@ -348,6 +354,8 @@ async fn probe_metrics_count_the_probes(node: &Node) {
         "kubelet_pod_worker_duration_seconds",
         "kubelet_pod_worker_start_duration_seconds",
         "kubelet_containers_per_pod_count",
+        "kubelet_http_requests_duration_seconds",
+        "kubelet_http_inflight_requests",
     ] {
         assert!(
             metrics.contains(&format!("# TYPE {family} ")),

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod cert;
 pub mod handlers;
 pub mod healthz_server;
+pub mod http_metrics;
 pub mod listen;
 pub mod logs;
 pub mod node_logs;
@@ -73,6 +74,9 @@ pub enum ServerError {
 pub struct KubeletService {
     router: Arc<Router>,
     auth: Option<Arc<KubeletAuth>>,
+    /// `readwrite` or `readonly`: the request metrics' server type; `None`
+    /// records no request metrics.
+    server_type: Option<&'static str>,
 }
 
 impl KubeletService {
@@ -80,11 +84,39 @@ impl KubeletService {
         Self {
             router: Arc::new(router),
             auth: auth.map(Arc::new),
+            server_type: None,
+        }
+    }
+
+    /// Records request metrics under `server_type`.
+    pub fn with_server_type(mut self, server_type: &'static str) -> Self {
+        self.server_type = Some(server_type);
+        self
+    }
+
+    /// The metrics bucket of a path: its root when this server serves it.
+    fn metric_bucket(&self, path: &str) -> String {
+        let root = http_metrics::url_root(path);
+        let served = !root.is_empty()
+            && [format!("/{root}"), format!("/{root}/")].iter().any(|p| {
+                matches!(
+                    self.router.route(p, None),
+                    Route::Handler { .. } | Route::Redirect(_)
+                )
+            });
+        if served {
+            root
+        } else {
+            http_metrics::OTHER.to_string()
         }
     }
 
     /// Answers one request.
     pub async fn dispatch(&self, req: Request<RequestBody>) -> Response<ResponseBody> {
+        let _in_flight = self.server_type.map(|server_type| {
+            let bucket = self.metric_bucket(req.uri().path());
+            http_metrics::InFlight::start(req.method().as_str(), &bucket, server_type)
+        });
         let (mut parts, body) = req.into_parts();
         let Some(path) = router::decode_path(parts.uri.path()) else {
             return router::http_error(StatusCode::BAD_REQUEST, "400 Bad Request");
@@ -115,6 +147,7 @@ pub struct HttpServer {
     router: Router,
     tls: Option<Arc<ServerConfig>>,
     auth: Option<KubeletAuth>,
+    server_type: Option<&'static str>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -139,7 +172,14 @@ impl HttpServer {
             router,
             tls: None,
             auth: None,
+            server_type: None,
         }
+    }
+
+    /// Records request metrics under `server_type` (`readwrite`, `readonly`).
+    pub fn with_server_type(mut self, server_type: &'static str) -> Self {
+        self.server_type = Some(server_type);
+        self
     }
 
     /// Serves HTTPS with this configuration.
@@ -180,7 +220,13 @@ impl HttpServer {
             listener,
             local_addr,
             tls: self.tls.map(TlsAcceptor::from),
-            service: Arc::new(KubeletService::new(self.router, self.auth)),
+            service: Arc::new({
+                let service = KubeletService::new(self.router, self.auth);
+                match self.server_type {
+                    Some(t) => service.with_server_type(t),
+                    None => service,
+                }
+            }),
         })
     }
 }
@@ -232,6 +278,7 @@ pub fn main_server(
     HttpServer::new("kubelet-server", address, port, router)
         .with_tls(tls)
         .with_auth(auth)
+        .with_server_type("readwrite")
 }
 
 /// The read-only server (10255): plain HTTP, no auth; `None` when the port
@@ -241,5 +288,8 @@ pub fn read_only_server(
     port: u16,
     router: Router,
 ) -> Option<HttpServer> {
-    (port != 0).then(|| HttpServer::new("kubelet-read-only-server", address, port, router))
+    (port != 0).then(|| {
+        HttpServer::new("kubelet-read-only-server", address, port, router)
+            .with_server_type("readonly")
+    })
 }
