@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::server::KubeletServer;
 use crate::apis::eviction::parse_threshold_config;
 use crate::cadvisor::{HostMachineInfo, MachineInfoProvider};
+use crate::cm::cpumanager::{CpuManagerConfig, OptionGates};
 use crate::cm::cpuset::CpuSet;
 use crate::cm::node_allocatable::NodeAllocatableConfig;
 use crate::cm::{CgroupDriver, CmFeatureGates, HostPaths, NodeConfig, ResourceList};
@@ -196,6 +197,32 @@ pub fn node_config(
             reason: e.to_string(),
         })?
     };
+    let cpu_manager_on = gate.enabled(features::CPU_MANAGER);
+    if cpu_manager_on
+        && !gate.enabled(features::CPU_MANAGER_POLICY_OPTIONS)
+        && !c.cpu_manager_policy_options.is_empty()
+    {
+        let options: Vec<String> = c
+            .cpu_manager_policy_options
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
+        return Err(DependenciesError::Field {
+            field: "cpuManagerPolicyOptions",
+            reason: format!(
+                "CPU Manager policy options map[{}] require feature gates \"CPUManager\", \"CPUManagerPolicyOptions\" enabled",
+                options.join(" ")
+            ),
+        });
+    }
+    // reservedSystemCPUs overrides the cpu of kubeReserved and systemReserved.
+    let (mut kube_reserved, mut system_reserved) =
+        (c.kube_reserved.clone(), c.system_reserved.clone());
+    crate::cm::capacity::apply_reserved_cpus(
+        &mut kube_reserved,
+        &mut system_reserved,
+        &reserved_cpus,
+    );
     let mut config = NodeConfig {
         node_name: node_name.to_string(),
         runtime_cgroups_name: server.flags.runtime_cgroups.clone(),
@@ -212,8 +239,8 @@ pub fn node_config(
             system_reserved_cgroup_name: c.system_reserved_cgroup.clone(),
             reserved_system_cpus: reserved_cpus,
             enforce_node_allocatable: c.enforce_node_allocatable.iter().cloned().collect(),
-            kube_reserved: parse_resource_list("kubeReserved", &c.kube_reserved)?,
-            system_reserved: parse_resource_list("systemReserved", &c.system_reserved)?,
+            kube_reserved: parse_resource_list("kubeReserved", &kube_reserved)?,
+            system_reserved: parse_resource_list("systemReserved", &system_reserved)?,
             hard_eviction_thresholds: thresholds,
         },
         qos_reserved: parse_qos_reserved(&c.qos_reserved)?,
@@ -226,6 +253,16 @@ pub fn node_config(
             memory_qos: gate.enabled(features::MEMORY_QOS),
             custom_cpu_cfs_quota_period: gate.enabled(features::CPU_CFS_QUOTA_PERIOD),
             local_storage_capacity_isolation: c.local_storage_capacity_isolation,
+            cpu_manager: cpu_manager_on,
+        },
+        cpu_manager: CpuManagerConfig {
+            policy: c.cpu_manager_policy.clone(),
+            options: c.cpu_manager_policy_options.clone(),
+            reconcile_period: c.cpu_manager_reconcile_period.to_std(),
+            option_gates: OptionGates {
+                alpha: gate.enabled(features::CPU_MANAGER_POLICY_ALPHA_OPTIONS),
+                beta: gate.enabled(features::CPU_MANAGER_POLICY_BETA_OPTIONS),
+            },
         },
     };
     config.apply_cgroup_root_default();

@@ -57,6 +57,9 @@ pub enum CmError {
     /// A blocking task was cancelled or panicked.
     #[error("blocking cgroup task failed: {0}")]
     Join(String),
+    /// The CPU manager could not be built.
+    #[error(transparent)]
+    CpuManager(#[from] super::cpumanager::CpuManagerError),
     /// Machine information could not be gathered.
     #[error(transparent)]
     MachineInfo(#[from] crate::cadvisor::MachineInfoError),

@@ -67,6 +67,7 @@ fn pod(uid: &str, cpu: &str) -> Pod {
 
 fn admission(preempt: Option<PreemptFn>) -> Admission {
     Admission {
+        resources: None,
         eviction: None,
         node: Arc::new(node),
         sysctls: SysctlAllowlist::new(&[

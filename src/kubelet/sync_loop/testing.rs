@@ -247,7 +247,12 @@ pub struct FakeCm {
 
 #[async_trait]
 impl ContainerManager for FakeCm {
-    async fn start(&self, _t: &TaskSet, _a: ActivePodsFn) -> Result<(), CmError> {
+    async fn start(
+        &self,
+        _t: &TaskSet,
+        _a: ActivePodsFn,
+        _r: Option<crate::cm::CmRuntimeDeps>,
+    ) -> Result<(), CmError> {
         Ok(())
     }
     async fn get_capacity(&self, _l: bool) -> ResourceList {
