@@ -59,10 +59,16 @@ pub enum CmError {
     Join(String),
     /// The CPU manager could not be built.
     #[error(transparent)]
-    CpuManager(#[from] super::cpumanager::CpuManagerError),
+    CpuManager(Box<super::cpumanager::CpuManagerError>),
     /// Machine information could not be gathered.
     #[error(transparent)]
     MachineInfo(#[from] crate::cadvisor::MachineInfoError),
+}
+
+impl From<super::cpumanager::CpuManagerError> for CmError {
+    fn from(e: super::cpumanager::CpuManagerError) -> Self {
+        CmError::CpuManager(Box::new(e))
+    }
 }
 
 impl CmError {

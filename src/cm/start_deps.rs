@@ -31,7 +31,7 @@ async fn container_map(runtime: &dyn RuntimeService) -> Result<ContainerMap, Cpu
             .await
             .map_err(|source| CpuManagerError::Runtime {
                 container_id: String::new(),
-                source,
+                source: Box::new(source),
             })?;
     Ok(containers
         .into_iter()

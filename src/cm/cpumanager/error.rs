@@ -115,7 +115,7 @@ pub enum CpuManagerError {
     Runtime {
         container_id: String,
         #[source]
-        source: crate::cri::CriError,
+        source: Box<crate::cri::CriError>,
     },
 }
 

@@ -162,7 +162,10 @@ impl StaticPolicy {
         }
         tracing::info!(pod = %pod_name(pod), container_name = %container.name, "Static policy: Allocate");
         let per_core = self.topology.cpus_per_core();
-        if self.options.full_physical_cpus_only && per_core != 0 && num_cpus % per_core != 0 {
+        if self.options.full_physical_cpus_only
+            && per_core != 0
+            && !num_cpus.is_multiple_of(per_core)
+        {
             return Err(CpuManagerError::SmtAlignment {
                 requested: num_cpus,
                 cpus_per_core: per_core,

@@ -193,6 +193,6 @@ async fn update_container_cpuset(
         .await
         .map_err(|source| CpuManagerError::Runtime {
             container_id: container_id.into(),
-            source,
+            source: Box::new(source),
         })
 }

@@ -100,7 +100,14 @@ fn take_by_topology_table() {
     let single_ht = topo(1, 1, 4, 2); // cores {0,4} {1,5} {2,6} {3,7}
     let numa_in_socket = topo(1, 2, 2, 2); // nodes {0,1,4,5} {2,3,6,7}
     let two = topo(1, 1, 2, 1); // this machine: 0-1
-    let cases: &[(&str, &CpuTopology, &str, usize, Result<&str, &str>)] = &[
+    type Case<'a> = (
+        &'a str,
+        &'a CpuTopology,
+        &'a str,
+        usize,
+        Result<&'a str, &'a str>,
+    );
+    let cases: &[Case] = &[
         ("nothing", &dual_ht, "0-7", 0, Ok("")),
         ("one thread, lowest core", &dual_ht, "0-7", 1, Ok("0")),
         ("a whole core", &dual_ht, "0-7", 2, Ok("0,4")),
@@ -414,7 +421,14 @@ fn allocation_table() {
         &'static str,
         Result<&'static str, &'static str>,
     );
-    let cases: Vec<(&str, Vec<(&str, &str)>, Pod, Vec<Step>, &str)> = vec![
+    type Case = (
+        &'static str,
+        Vec<(&'static str, &'static str)>,
+        Pod,
+        Vec<Step>,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
         (
             "fractional and burstable get the pool",
             vec![],
