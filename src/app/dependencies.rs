@@ -310,6 +310,32 @@ mod tests {
             !nc.node_allocatable.hard_eviction_thresholds.is_empty(),
             "default evictionHard"
         );
+        // reservedSystemCPUs: the cpu reservation is their count, as a
+        // system reservation; the CPU manager settings pass through.
+        let mut pinned = crate::apis::config::types::KubeletConfiguration::v1beta1_defaults();
+        pinned.reserved_system_cpus = "0".into();
+        pinned.kube_reserved = [("cpu".to_string(), "500m".to_string())].into();
+        pinned.cpu_manager_policy = "static".into();
+        pinned.cpu_manager_policy_options =
+            [("full-pcpus-only".to_string(), "true".to_string())].into();
+        let server = KubeletServer::new(Default::default(), pinned.clone(), Default::default());
+        let nc = node_config(&server, "n").unwrap();
+        let na = &nc.node_allocatable;
+        assert!(!na.kube_reserved.contains_key("cpu"));
+        assert_eq!(na.system_reserved["cpu"].milli_value(), 1000);
+        assert_eq!(na.reserved_system_cpus.to_string(), "0");
+        assert_eq!(nc.cpu_manager.policy, "static");
+        assert_eq!(nc.cpu_manager.options["full-pcpus-only"], "true");
+        assert!(nc.features.cpu_manager);
+        let mut gate = crate::features::FeatureGate::default();
+        gate.set("CPUManagerPolicyOptions=false").unwrap();
+        let server = KubeletServer::new(Default::default(), pinned, gate);
+        let err = node_config(&server, "n").unwrap_err().to_string();
+        assert!(
+            err.contains("cpuManagerPolicyOptions")
+                && err.contains("CPU Manager policy options map[full-pcpus-only:true] require feature gates \"CPUManager\", \"CPUManagerPolicyOptions\" enabled"),
+            "{err}"
+        );
         let mut bad = crate::apis::config::types::KubeletConfiguration::v1beta1_defaults();
         bad.qos_reserved = [("memory".to_string(), "lots".to_string())].into();
         let server = KubeletServer::new(Default::default(), bad, Default::default());
