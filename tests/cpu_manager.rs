@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use harness::*;
 use kubelet::cm::cpumanager::checkpoint::CpuManagerCheckpoint;
+use kubelet::cri::RuntimeService;
 use support::containerd::{Containerd, images};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -59,6 +60,15 @@ fn container_cpuset(root: &str, container_id: &str) -> Option<String> {
             .trim()
             .to_string(),
     )
+}
+
+/// `linux.resources.cpu.cpus` of the OCI spec containerd made from a CRI
+/// config (its verbose status `info`).
+fn spec_cpus(info: &std::collections::HashMap<String, String>) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(info.get("info")?).ok()?;
+    v["runtimeSpec"]["linux"]["resources"]["cpu"]["cpus"]
+        .as_str()
+        .map(str::to_string)
 }
 
 fn container_id(p: &k8s_openapi::api::core::v1::Pod, name: &str) -> Option<String> {
@@ -118,6 +128,20 @@ async fn static_policy_pins_guaranteed_containers_and_keeps_go_state() {
         container_id(&be, "be").expect("be id"),
     );
     assert_eq!(container_cpuset(&root, &gid).as_deref(), Some("1"));
+    // What reached the runtime: the pinned container's CreateContainer
+    // config had cpuset "1"; its sandbox none.
+    let rt = cri(&rig).await;
+    let status = rt.container_status(&gid, true).await.expect("status");
+    assert_eq!(spec_cpus(&status.info).as_deref(), Some("1"));
+    let sandbox = cri_containers(&rt, &uid(&g)).await[0]
+        .pod_sandbox_id
+        .clone();
+    let sandbox = rt
+        .pod_sandbox_status(&sandbox, true)
+        .await
+        .expect("sandbox");
+    assert!(sandbox.info.contains_key("info"), "verbose sandbox status");
+    assert_eq!(spec_cpus(&sandbox.info), None, "sandboxes get no cpuset");
     support::eventually(WAIT, || async {
         (container_cpuset(&root, &beid).as_deref() == Some("0")).then_some(())
     })

@@ -589,3 +589,50 @@ async fn reconcile_pushes_cpusets_and_drops_stale_state() {
     assert_eq!(ok.len(), 1);
     tasks.token().cancel();
 }
+
+#[test]
+fn v1_state_files_migrate_through_the_runtime_containers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v1 = super::checkpoint::CpuManagerCheckpointV1 {
+        policy_name: "static".into(),
+        default_cpu_set: "0".into(),
+        entries: Some([("cid-1".to_string(), "1".to_string())].into()),
+        checksum: 0,
+    };
+    v1.checksum = v1.compute_checksum();
+    let body = format!(
+        r#"{{"policyName":"static","defaultCpuSet":"0","entries":{{"cid-1":"1"}},"checksum":{}}}"#,
+        v1.checksum
+    );
+    let path = dir.path().join(CPU_MANAGER_STATE_FILE_NAME);
+    std::fs::write(&path, &body).unwrap();
+    let initial: ContainerMap = [(
+        "cid-1".to_string(),
+        (
+            "d5728e25ce604581f166177c6cfb23d0".to_string(),
+            "pinned".to_string(),
+        ),
+    )]
+    .into();
+    let s = super::state::State::checkpointed(dir.path(), "static", &initial).unwrap();
+    assert_eq!(
+        s.get_cpu_set("d5728e25ce604581f166177c6cfb23d0", "pinned"),
+        Some(set("1"))
+    );
+    // Rewritten as v2 on the next change, with Go's checksum.
+    let mut s = s;
+    s.set_default_cpu_set(set("0"));
+    assert_eq!(
+        state_file(dir.path()),
+        r#"{"policyName":"static","defaultCpuSet":"0","entries":{"d5728e25ce604581f166177c6cfb23d0":{"pinned":"1"}},"checksum":2714905772}"#
+    );
+    // A container the runtime does not know cannot be migrated.
+    std::fs::write(&path, &body).unwrap();
+    let err =
+        super::state::State::checkpointed(dir.path(), "static", &ContainerMap::new()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("containerID 'cid-1' not found in initial containers list"),
+        "{err}"
+    );
+}
