@@ -22,6 +22,8 @@ use kubelet::cri::RuntimeService;
 use support::containerd::{Containerd, images};
 
 const WAIT: Duration = Duration::from_secs(60);
+/// The two tests share the ports 22300-22302.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const EMPTY_STATE: &str = r#"{"policyName":"static","defaultCpuSet":"0-1","checksum":1636926438}"#;
 
 fn manifest(name: &str, container: &str, resources: &str) -> String {
@@ -83,6 +85,7 @@ async fn static_policy_pins_guaranteed_containers_and_keeps_go_state() {
         eprintln!("skipping: written for a 2-CPU machine (online: {online:?})");
         return;
     }
+    let _serial = SERIAL.lock().await;
     let Some(rig) = Containerd::start("e2e_cpu_manager") else {
         return;
     };
@@ -185,4 +188,73 @@ async fn static_policy_pins_guaranteed_containers_and_keeps_go_state() {
     });
     dirs.remove_manifest("besteffort.yaml");
     kubelet.stop().await.expect("clean stop");
+
+    // The state file is the static policy's: a kubelet configured with
+    // another policy refuses to start, as Go's does.
+    let cfg = config(&dirs, &root, p, "cpuManagerPolicy: none\n");
+    let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, "cpu-node"), |s| deps(&dirs, s));
+    let result = tokio::time::timeout(WAIT, kubelet.handle)
+        .await
+        .expect("run() returns")
+        .expect("no panic");
+    let err = result.expect_err("refused").to_string();
+    assert!(
+        err.contains(&format!(
+            "could not restore state from checkpoint: configured policy \"none\" differs from state checkpoint policy \"static\", please drain this node and delete the CPU manager checkpoint file {state_path:?} before restarting Kubelet"
+        )),
+        "{err}"
+    );
+}
+
+/// Start-up refuses what Go refuses: static without a reservation, an
+/// unknown option (the field named).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_policy_refuses_bad_configurations_at_start_up() {
+    if !support::cgroup_mounts()
+        .iter()
+        .any(|(c, _)| c.iter().any(|c| c == "cpuset"))
+    {
+        eprintln!("skipping: no cpuset cgroup");
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let cases: [(&str, &str); 2] = [
+        (
+            "cpuManagerPolicy: static\n",
+            // Go leaves zero reservations out of the reservation list, so
+            // this is its message for a static policy with none.
+            "failed to run Kubelet: [cpumanager] unable to determine reserved CPU resources for static policy",
+        ),
+        (
+            "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\ncpuManagerPolicyOptions: {bogus: \"true\"}\n",
+            "new static policy error: cpuManagerPolicyOptions (--cpu-manager-policy-options): unknown CPU Manager Policy option: \"bogus\"",
+        ),
+    ];
+    for (extra, want) in cases {
+        let dirs = NodeDirs::new();
+        let p = Ports {
+            main: 22300,
+            read_only: 22301,
+            healthz: 22302,
+        };
+        let cfg = config(&dirs, "/", p, extra);
+        let argv = vec![
+            "kubelet".to_string(),
+            format!("--config={}", cfg.display()),
+            format!("--root-dir={}", dirs.path("root").display()),
+            format!("--cert-dir={}", dirs.path("pki").display()),
+            format!(
+                "--container-runtime-endpoint=unix://{}",
+                dirs.path("no-runtime.sock").display()
+            ),
+            "--hostname-override=cpu-bad".to_string(),
+        ];
+        let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
+        let result = tokio::time::timeout(WAIT, kubelet.handle)
+            .await
+            .expect("run() returns")
+            .expect("no panic");
+        let err = result.expect_err(extra).to_string();
+        assert!(err.contains(want), "{extra}: {err}");
+    }
 }
