@@ -7,19 +7,19 @@ use super::error::CpuManagerError;
 use super::topology::{CpuDetails, CpuTopology};
 use crate::cm::cpuset::CpuSet;
 
-struct Accumulator<'a> {
+pub(super) struct Accumulator<'a> {
     topo: &'a CpuTopology,
     /// What is still free to take.
-    details: CpuDetails,
+    pub(super) details: CpuDetails,
     needed: i64,
-    result: CpuSet,
+    pub(super) result: CpuSet,
     /// NUMA nodes hold sockets (one NUMA node per socket or more sockets
     /// than nodes): nodes are the first level; otherwise sockets are.
     numa_first: bool,
 }
 
 impl<'a> Accumulator<'a> {
-    fn new(topo: &'a CpuTopology, available: &CpuSet, num_cpus: usize) -> Self {
+    pub(super) fn new(topo: &'a CpuTopology, available: &CpuSet, num_cpus: usize) -> Self {
         Accumulator {
             topo,
             details: topo.details.keep_only(available),
@@ -39,7 +39,7 @@ impl<'a> Accumulator<'a> {
         v.into_iter().map(|(_, id)| id).collect()
     }
 
-    fn sorted_numa_nodes(&self) -> Vec<u32> {
+    pub(super) fn sorted_numa_nodes(&self) -> Vec<u32> {
         if self.numa_first {
             self.sorted(self.details.numa_nodes(), CpuDetails::cpus_in_numa_nodes)
         } else {
@@ -102,7 +102,7 @@ impl<'a> Accumulator<'a> {
             .collect()
     }
 
-    fn take(&mut self, cpus: &CpuSet) {
+    pub(super) fn take(&mut self, cpus: &CpuSet) {
         self.result = self.result.union(cpus);
         self.details = self
             .details
@@ -110,15 +110,35 @@ impl<'a> Accumulator<'a> {
         self.needed -= cpus.len() as i64;
     }
 
+    /// CPUs still to take (negative: too many taken).
+    pub(super) fn needed(&self) -> i64 {
+        self.needed
+    }
+
+    /// The fewest and most NUMA nodes the request could span, counting
+    /// in groups of `group` CPUs.
+    pub(super) fn numa_nodes_needed(&self, group: usize) -> (usize, usize) {
+        let group = group.max(1);
+        let num_numa = self.topo.details.numa_nodes().len().max(1);
+        let available_numa = self.details.numa_nodes().len();
+        let num_cpus = self.topo.details.cpus().len();
+        let groups = num_cpus.saturating_sub(1) / group + 1;
+        let groups_per_numa = groups.saturating_sub(1) / num_numa + 1;
+        let needed = usize::try_from(self.needed).unwrap_or(0);
+        let groups_needed = needed.saturating_sub(1) / group + 1;
+        let min = groups_needed.saturating_sub(1) / groups_per_numa + 1;
+        (min, groups_needed.min(available_numa))
+    }
+
     fn needs(&self, n: usize) -> bool {
         self.needed >= n as i64
     }
 
-    fn is_satisfied(&self) -> bool {
+    pub(super) fn is_satisfied(&self) -> bool {
         self.needed < 1
     }
 
-    fn is_failed(&self) -> bool {
+    pub(super) fn is_failed(&self) -> bool {
         self.needed > self.details.cpus().len() as i64
     }
 

@@ -59,6 +59,11 @@ pub enum CpuManagerError {
     NotEnoughCpus,
     #[error("failed to allocate cpus")]
     AllocationFailed,
+    #[error("accounting error, {detail}, remaining: {remaining}")]
+    Accounting {
+        detail: &'static str,
+        remaining: i64,
+    },
     /// The restored state does not fit the machine or the reservation.
     #[error("{0}")]
     InvalidState(String),

@@ -3,13 +3,15 @@
 //! their own; every other container runs on the shared pool. The state is
 //! kept in `<root-dir>/cpu_manager_state` in the Go kubelet's format.
 //!
-//! `topology` places the CPUs, `cpu_assignment` picks CPUs by topology,
+//! `topology` places the CPUs, `cpu_assignment` packs CPUs by topology (`cpu_distribute` spreads them
+//! over NUMA nodes),
 //! `policy_static`/`policy_options` decide, `state`/`checkpoint` remember,
 //! `manager` ties them together and `reconcile` keeps containers on their
 //! cpusets.
 
 pub mod checkpoint;
 pub mod cpu_assignment;
+pub mod cpu_distribute;
 pub mod error;
 pub mod manager;
 pub mod policy_options;

@@ -59,6 +59,9 @@ pub fn check_policy_option_available(
 pub struct StaticPolicyOptions {
     /// `full-pcpus-only`: only whole physical cores are handed out.
     pub full_physical_cpus_only: bool,
+    /// `distribute-cpus-across-numa`: requests spanning NUMA nodes are
+    /// spread evenly over them.
+    pub distribute_cpus_across_numa: bool,
 }
 
 /// Go's strconv.ParseBool.
@@ -83,7 +86,9 @@ impl StaticPolicyOptions {
             check_policy_option_available(name, gates)?;
             match name.as_str() {
                 FULL_PCPUS_ONLY_OPTION => opts.full_physical_cpus_only = parse_bool(name, value)?,
-                // Known to Go (alpha) but not carried by this port.
+                DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION => {
+                    opts.distribute_cpus_across_numa = parse_bool(name, value)?
+                }
                 _ => {
                     return Err(CpuManagerError::UnsupportedOption {
                         name: name.clone(),
@@ -134,12 +139,7 @@ mod tests {
                     "CPU Manager Policy Alpha-level Options not enabled, but option \"distribute-cpus-across-numa\" provided",
                 ),
             ),
-            (
-                "distribute-cpus-across-numa",
-                "true",
-                on,
-                Err("unsupported cpumanager option"),
-            ),
+            ("distribute-cpus-across-numa", "true", on, Ok(false)),
             (
                 "bogus",
                 "true",

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::cpu_assignment::take_by_topology;
+use super::cpu_distribute::take_by_topology_numa_distributed;
 use super::error::CpuManagerError;
 use super::policy_options::{OptionGates, StaticPolicyOptions};
 use super::state::State;
@@ -58,7 +59,7 @@ impl StaticPolicy {
         let reserved = if !reserved_cpus.is_empty() {
             reserved_cpus.clone()
         } else {
-            take_by_topology(&topology, &topology.details.cpus(), num_reserved).unwrap_or_default()
+            take(&topology, options, &topology.details.cpus(), num_reserved).unwrap_or_default()
         };
         if reserved.len() != num_reserved {
             return Err(CpuManagerError::ReservationSize {
@@ -194,7 +195,7 @@ impl StaticPolicy {
     ) -> Result<CpuSet, CpuManagerError> {
         tracing::info!(num_cpus, "AllocateCPUs");
         let allocatable = self.allocatable_cpus(s).union(reusable);
-        let result = take_by_topology(&self.topology, &allocatable, num_cpus)?;
+        let result = take(&self.topology, self.options, &allocatable, num_cpus)?;
         s.set_default_cpu_set(s.default_cpu_set().difference(&result));
         tracing::info!(result = %result, "AllocateCPUs");
         Ok(result)
@@ -212,6 +213,25 @@ impl StaticPolicy {
             s.set_default_cpu_set(s.default_cpu_set().union(&release));
         }
     }
+}
+
+/// Picks CPUs: spread over NUMA nodes with `distribute-cpus-across-numa`
+/// (in whole cores with `full-pcpus-only`), else packed.
+fn take(
+    topology: &CpuTopology,
+    options: StaticPolicyOptions,
+    available: &CpuSet,
+    num_cpus: usize,
+) -> Result<CpuSet, CpuManagerError> {
+    if options.distribute_cpus_across_numa {
+        let group = if options.full_physical_cpus_only {
+            topology.cpus_per_core()
+        } else {
+            1
+        };
+        return take_by_topology_numa_distributed(topology, available, num_cpus, group);
+    }
+    take_by_topology(topology, available, num_cpus)
 }
 
 /// The whole CPUs a container of a Guaranteed pod requests (0 otherwise,

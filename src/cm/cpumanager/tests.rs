@@ -636,3 +636,63 @@ fn v1_state_files_migrate_through_the_runtime_containers() {
         "{err}"
     );
 }
+
+#[test]
+fn distributed_take_table() {
+    use super::cpu_distribute::take_by_topology_numa_distributed;
+    let two_numa = topo(1, 2, 4, 1); // nodes {0-3} {4-7}
+    let two_numa_ht = topo(1, 2, 2, 2); // node0 cores {0,4} {1,5}; node1 {2,6} {3,7}
+    type Case<'a> = (&'a str, &'a CpuTopology, &'a str, usize, usize, &'a str);
+    let cases: &[Case] = &[
+        ("fits one node: packed there", &two_numa, "0-7", 4, 1, "0-3"),
+        ("spans two nodes: evenly", &two_numa, "0-7", 6, 1, "0-2,4-6"),
+        (
+            "uneven free CPUs: an even share from each",
+            &two_numa,
+            "1-7",
+            6,
+            1,
+            "1-6",
+        ),
+        (
+            "whole cores, remainder on one node",
+            &two_numa_ht,
+            "0-7",
+            6,
+            2,
+            "0-2,4-6",
+        ),
+        (
+            "not whole groups: packed",
+            &two_numa_ht,
+            "0-7",
+            3,
+            2,
+            "0-1,4",
+        ),
+    ];
+    for (what, t, available, n, group, want) in cases {
+        let got = take_by_topology_numa_distributed(t, &set(available), *n, *group).unwrap();
+        assert_eq!(got.to_string(), *want, "{what}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = CpuManagerConfig {
+        option_gates: OptionGates {
+            alpha: true,
+            beta: true,
+        },
+        ..static_config(&[("distribute-cpus-across-numa", "true")])
+    };
+    let m = started(
+        &config,
+        &sysfs_machine(1, 2, 4, 1),
+        "",
+        "1",
+        dir.path(),
+        None,
+    )
+    .unwrap();
+    let p = pod("p", vec![], vec![container("c", Some("6"), Some("1Mi"))]);
+    m.allocate(&p, &c_of(&p, "c")).unwrap();
+    assert_eq!(m.exclusive_cpus("p", "c").to_string(), "1-6");
+}
