@@ -187,7 +187,7 @@ async fn reference_pods_get_the_go_kubelet_cgroups() {
         .collect();
     let active = pods.clone();
     let tasks = TaskSet::new();
-    cm.start(&tasks, Arc::new(move || active.clone()))
+    cm.start(&tasks, Arc::new(move || active.clone()), None)
         .await
         .unwrap();
     let pcm = cm.new_pod_container_manager();

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::server::KubeletServer;
 use crate::apis::eviction::parse_threshold_config;
 use crate::cadvisor::{HostMachineInfo, MachineInfoProvider};
+use crate::cm::cpumanager::{CpuManagerConfig, OptionGates};
 use crate::cm::cpuset::CpuSet;
 use crate::cm::node_allocatable::NodeAllocatableConfig;
 use crate::cm::{CgroupDriver, CmFeatureGates, HostPaths, NodeConfig, ResourceList};
@@ -196,6 +197,32 @@ pub fn node_config(
             reason: e.to_string(),
         })?
     };
+    let cpu_manager_on = gate.enabled(features::CPU_MANAGER);
+    if cpu_manager_on
+        && !gate.enabled(features::CPU_MANAGER_POLICY_OPTIONS)
+        && !c.cpu_manager_policy_options.is_empty()
+    {
+        let options: Vec<String> = c
+            .cpu_manager_policy_options
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect();
+        return Err(DependenciesError::Field {
+            field: "cpuManagerPolicyOptions",
+            reason: format!(
+                "CPU Manager policy options map[{}] require feature gates \"CPUManager\", \"CPUManagerPolicyOptions\" enabled",
+                options.join(" ")
+            ),
+        });
+    }
+    // reservedSystemCPUs overrides the cpu of kubeReserved and systemReserved.
+    let (mut kube_reserved, mut system_reserved) =
+        (c.kube_reserved.clone(), c.system_reserved.clone());
+    crate::cm::capacity::apply_reserved_cpus(
+        &mut kube_reserved,
+        &mut system_reserved,
+        &reserved_cpus,
+    );
     let mut config = NodeConfig {
         node_name: node_name.to_string(),
         runtime_cgroups_name: server.flags.runtime_cgroups.clone(),
@@ -212,8 +239,8 @@ pub fn node_config(
             system_reserved_cgroup_name: c.system_reserved_cgroup.clone(),
             reserved_system_cpus: reserved_cpus,
             enforce_node_allocatable: c.enforce_node_allocatable.iter().cloned().collect(),
-            kube_reserved: parse_resource_list("kubeReserved", &c.kube_reserved)?,
-            system_reserved: parse_resource_list("systemReserved", &c.system_reserved)?,
+            kube_reserved: parse_resource_list("kubeReserved", &kube_reserved)?,
+            system_reserved: parse_resource_list("systemReserved", &system_reserved)?,
             hard_eviction_thresholds: thresholds,
         },
         qos_reserved: parse_qos_reserved(&c.qos_reserved)?,
@@ -226,6 +253,16 @@ pub fn node_config(
             memory_qos: gate.enabled(features::MEMORY_QOS),
             custom_cpu_cfs_quota_period: gate.enabled(features::CPU_CFS_QUOTA_PERIOD),
             local_storage_capacity_isolation: c.local_storage_capacity_isolation,
+            cpu_manager: cpu_manager_on,
+        },
+        cpu_manager: CpuManagerConfig {
+            policy: c.cpu_manager_policy.clone(),
+            options: c.cpu_manager_policy_options.clone(),
+            reconcile_period: c.cpu_manager_reconcile_period.to_std(),
+            option_gates: OptionGates {
+                alpha: gate.enabled(features::CPU_MANAGER_POLICY_ALPHA_OPTIONS),
+                beta: gate.enabled(features::CPU_MANAGER_POLICY_BETA_OPTIONS),
+            },
         },
     };
     config.apply_cgroup_root_default();
@@ -272,6 +309,32 @@ mod tests {
         assert!(
             !nc.node_allocatable.hard_eviction_thresholds.is_empty(),
             "default evictionHard"
+        );
+        // reservedSystemCPUs: the cpu reservation is their count, as a
+        // system reservation; the CPU manager settings pass through.
+        let mut pinned = crate::apis::config::types::KubeletConfiguration::v1beta1_defaults();
+        pinned.reserved_system_cpus = "0".into();
+        pinned.kube_reserved = [("cpu".to_string(), "500m".to_string())].into();
+        pinned.cpu_manager_policy = "static".into();
+        pinned.cpu_manager_policy_options =
+            [("full-pcpus-only".to_string(), "true".to_string())].into();
+        let server = KubeletServer::new(Default::default(), pinned.clone(), Default::default());
+        let nc = node_config(&server, "n").unwrap();
+        let na = &nc.node_allocatable;
+        assert!(!na.kube_reserved.contains_key("cpu"));
+        assert_eq!(na.system_reserved["cpu"].milli_value(), 1000);
+        assert_eq!(na.reserved_system_cpus.to_string(), "0");
+        assert_eq!(nc.cpu_manager.policy, "static");
+        assert_eq!(nc.cpu_manager.options["full-pcpus-only"], "true");
+        assert!(nc.features.cpu_manager);
+        let mut gate = crate::features::FeatureGate::default();
+        gate.set("CPUManagerPolicyOptions=false").unwrap();
+        let server = KubeletServer::new(Default::default(), pinned, gate);
+        let err = node_config(&server, "n").unwrap_err().to_string();
+        assert!(
+            err.contains("cpuManagerPolicyOptions")
+                && err.contains("CPU Manager policy options map[full-pcpus-only:true] require feature gates \"CPUManager\", \"CPUManagerPolicyOptions\" enabled"),
+            "{err}"
         );
         let mut bad = crate::apis::config::types::KubeletConfiguration::v1beta1_defaults();
         bad.qos_reserved = [("memory".to_string(), "lots".to_string())].into();

@@ -5,7 +5,7 @@
 
 mod fs;
 mod machine;
-mod topology;
+pub(crate) mod topology;
 mod types;
 
 pub use fs::fs_info_at;

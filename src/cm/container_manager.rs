@@ -9,9 +9,11 @@ use std::time::Duration;
 use super::capacity::{capacity_from_machine_info, ephemeral_storage_capacity};
 use super::cgroup_manager::{CgroupManager, CgroupManagerImpl};
 use super::cgroup_name::CgroupName;
+use super::cpumanager::{CpuManager, CpuManagerError};
 use super::error::{CmError, blocking};
 use super::helpers::PodResourceOptions;
 use super::host::HostPaths;
+use super::internal_lifecycle::{CpuManagerLifecycle, InternalContainerLifecycle, NoopLifecycle};
 use super::kernel::{self, KernelTunableBehavior};
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED, cgroup_config_for,
@@ -26,11 +28,13 @@ use super::qos_container_manager::{
     QosSettings, ResourceListFn,
 };
 use super::resources::{CgroupConfig, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_PID, ResourceList};
+use super::start_deps::{CmRuntimeDeps, start_cpu_manager};
 use super::system_containers::{self, SystemContainer};
 use crate::cadvisor::{MachineInfo, MachineInfoProvider};
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::{Period, TaskSet};
 use crate::util::quantity::Quantity;
+use k8s_openapi::api::core::v1::Pod;
 
 /// The node allocatable cgroup's name under cgroupRoot.
 pub const DEFAULT_NODE_ALLOCATABLE_CGROUP_NAME: &str = "kubepods";
@@ -72,8 +76,14 @@ pub struct Status {
 /// What the kubelet asks of the container manager.
 #[async_trait::async_trait]
 pub trait ContainerManager: Send + Sync + 'static {
-    /// Creates the node's cgroups and spawns their upkeep on `tasks`.
-    async fn start(&self, tasks: &TaskSet, active_pods: ActivePodsFn) -> Result<(), CmError>;
+    /// Creates the node's cgroups and spawns their upkeep on `tasks`; starts
+    /// the CPU manager (its reconcile loop needs `runtime`).
+    async fn start(
+        &self,
+        tasks: &TaskSet,
+        active_pods: ActivePodsFn,
+        runtime: Option<CmRuntimeDeps>,
+    ) -> Result<(), CmError>;
     /// cpu, memory, hugepages-* and (once started, or when asked) ephemeral-storage.
     async fn get_capacity(&self, local_storage_capacity_isolation: bool) -> ResourceList;
     /// What is withheld from pods: reservations and hard eviction thresholds.
@@ -94,6 +104,19 @@ pub trait ContainerManager: Send + Sync + 'static {
     fn runtime_cgroups_name(&self) -> String;
     /// The machine the capacity was computed from.
     fn machine_info(&self) -> &MachineInfo;
+    /// Admission: the resource managers allocate for every container of
+    /// the pod (init containers first).
+    fn allocate_resources(&self, _pod: &Pod) -> Result<(), CpuManagerError> {
+        Ok(())
+    }
+    /// The hooks around container creation.
+    fn internal_container_lifecycle(&self) -> Arc<dyn InternalContainerLifecycle> {
+        Arc::new(NoopLifecycle)
+    }
+    /// The CPU manager, when the CPUManager gate is on.
+    fn cpu_manager(&self) -> Option<Arc<CpuManager>> {
+        None
+    }
 }
 
 struct Inner {
@@ -110,6 +133,7 @@ struct Inner {
     recorder: Arc<dyn NodeEventRecorder>,
     status: Mutex<Status>,
     kubelet_cgroups: Mutex<String>,
+    cpu_manager: Option<Arc<CpuManager>>,
 }
 
 /// The container manager of a Linux node.
@@ -190,6 +214,20 @@ impl ContainerManagerImpl {
         let qos_info = qos.as_ref().map(|q| q.info().clone()).unwrap_or_default();
         tracing::info!(node_config = ?config, "creating container manager object based on node config");
         let kubelet_cgroups = config.kubelet_cgroups_name.clone();
+        let cpu_manager = if config.features.cpu_manager {
+            let reservation = node_allocatable_reservation(&capacity, &config.node_allocatable);
+            let cpu = CpuManager::new(
+                &config.cpu_manager,
+                &machine_info,
+                &config.node_allocatable.reserved_system_cpus,
+                &reservation,
+                config.kubelet_root_dir.clone(),
+            )
+            .inspect_err(|e| tracing::error!(err = %e, "Failed to initialize cpu manager"))?;
+            Some(Arc::new(cpu))
+        } else {
+            None
+        };
         Ok(ContainerManagerImpl {
             inner: Arc::new(Inner {
                 config,
@@ -205,6 +243,7 @@ impl ContainerManagerImpl {
                 recorder,
                 status: Mutex::new(Status::default()),
                 kubelet_cgroups: Mutex::new(kubelet_cgroups),
+                cpu_manager,
             }),
         })
     }
@@ -408,8 +447,18 @@ where
 
 #[async_trait::async_trait]
 impl ContainerManager for ContainerManagerImpl {
-    async fn start(&self, tasks: &TaskSet, active_pods: ActivePodsFn) -> Result<(), CmError> {
+    async fn start(
+        &self,
+        tasks: &TaskSet,
+        active_pods: ActivePodsFn,
+        runtime: Option<CmRuntimeDeps>,
+    ) -> Result<(), CmError> {
         let inner = self.inner.clone();
+        if let Some(cpu) = &inner.cpu_manager {
+            start_cpu_manager(cpu, tasks, active_pods.clone(), runtime)
+                .await
+                .map_err(|e| CmError::Requirement(format!("start cpu manager error: {e}")))?;
+        }
         if inner.config.features.local_storage_capacity_isolation {
             let (machine, dir) = (inner.machine.clone(), inner.config.kubelet_root_dir.clone());
             let rootfs = blocking(move || {
@@ -596,5 +645,31 @@ impl ContainerManager for ContainerManagerImpl {
 
     fn machine_info(&self) -> &MachineInfo {
         &self.inner.machine_info
+    }
+
+    fn allocate_resources(&self, pod: &Pod) -> Result<(), CpuManagerError> {
+        let (Some(cpu), Some(spec)) = (&self.inner.cpu_manager, &pod.spec) else {
+            return Ok(());
+        };
+        for container in spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers)
+        {
+            cpu.allocate(pod, container)?;
+        }
+        Ok(())
+    }
+
+    fn internal_container_lifecycle(&self) -> Arc<dyn InternalContainerLifecycle> {
+        match &self.inner.cpu_manager {
+            Some(cpu) => Arc::new(CpuManagerLifecycle(cpu.clone())),
+            None => Arc::new(NoopLifecycle),
+        }
+    }
+
+    fn cpu_manager(&self) -> Option<Arc<CpuManager>> {
+        self.inner.cpu_manager.clone()
     }
 }

@@ -38,6 +38,29 @@ impl CpuSet {
     pub fn is_subset_of(&self, other: &CpuSet) -> bool {
         self.0.is_subset(&other.0)
     }
+
+    /// The set of one CPU.
+    pub fn of(cpu: u32) -> Self {
+        CpuSet([cpu].into())
+    }
+
+    pub fn union(&self, other: &CpuSet) -> CpuSet {
+        CpuSet(self.0.union(&other.0).copied().collect())
+    }
+
+    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
+        CpuSet(self.0.intersection(&other.0).copied().collect())
+    }
+
+    /// The CPUs of `self` not in `other`.
+    pub fn difference(&self, other: &CpuSet) -> CpuSet {
+        CpuSet(self.0.difference(&other.0).copied().collect())
+    }
+
+    /// The ids, ascending.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.0.iter().copied().collect()
+    }
 }
 
 impl FromIterator<u32> for CpuSet {

@@ -57,9 +57,18 @@ pub enum CmError {
     /// A blocking task was cancelled or panicked.
     #[error("blocking cgroup task failed: {0}")]
     Join(String),
+    /// The CPU manager could not be built.
+    #[error(transparent)]
+    CpuManager(Box<super::cpumanager::CpuManagerError>),
     /// Machine information could not be gathered.
     #[error(transparent)]
     MachineInfo(#[from] crate::cadvisor::MachineInfoError),
+}
+
+impl From<super::cpumanager::CpuManagerError> for CmError {
+    fn from(e: super::cpumanager::CpuManagerError) -> Self {
+        CmError::CpuManager(Box::new(e))
+    }
 }
 
 impl CmError {

@@ -350,10 +350,13 @@ const NO_SWAP: &str = "Filename\tType\tSize\tUsed\tPriority\n";
 
 fn build(
     tree: &FakeV1,
-    config: NodeConfig,
+    mut config: NodeConfig,
     host: &Host,
     events: Arc<Events>,
 ) -> Result<ContainerManagerImpl, super::CmError> {
+    // The CPU manager writes its state under the root dir; these tests
+    // are about cgroups.
+    config.features.cpu_manager = false;
     ContainerManagerImpl::with_cgroup_manager(
         config,
         gonode(),
@@ -374,7 +377,7 @@ async fn container_manager_lays_out_the_node() {
     let events = Arc::new(Events::default());
     let cm = build(&tree, NodeConfig::default(), &host, events.clone()).unwrap();
     let tasks = TaskSet::new();
-    cm.start(&tasks, active(pods())).await.unwrap();
+    cm.start(&tasks, active(pods()), None).await.unwrap();
 
     assert_eq!(tree.read("cpu", "kubepods", "cpu.shares"), "2048");
     assert_eq!(
@@ -471,7 +474,10 @@ async fn container_manager_refusals() {
     };
     let cm = build(&tree, protected, &protected_host, events.clone()).unwrap();
     let tasks = TaskSet::new();
-    let err = cm.start(&tasks, active(Vec::new())).await.unwrap_err();
+    let err = cm
+        .start(&tasks, active(Vec::new()), None)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("vm/panic_on_oom"), "{err}");
 
     let mut reserved = NodeConfig::default();
@@ -483,7 +489,10 @@ async fn container_manager_refusals() {
         .enforce_node_allocatable
         .insert("system-reserved".into());
     let cm = build(&tree, reserved.clone(), &good, events.clone()).unwrap();
-    let err = cm.start(&tasks, active(Vec::new())).await.unwrap_err();
+    let err = cm
+        .start(&tasks, active(Vec::new()), None)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("does not exist"), "{err}");
     assert!(events.0.lock().unwrap().iter().any(
         |(t, r, _)| *t == EventType::Warning && r == EVENT_FAILED_NODE_ALLOCATABLE_ENFORCEMENT
@@ -493,7 +502,7 @@ async fn container_manager_refusals() {
         std::fs::create_dir_all(tree.path(s, "system.slice")).unwrap();
     }
     let cm = build(&tree, reserved, &good, events.clone()).unwrap();
-    cm.start(&tasks, active(Vec::new())).await.unwrap();
+    cm.start(&tasks, active(Vec::new()), None).await.unwrap();
     assert_eq!(
         tree.read("memory", "system.slice", "memory.limit_in_bytes"),
         (1u64 << 30).to_string()
@@ -522,7 +531,7 @@ async fn without_cgroups_per_qos_pods_share_the_root() {
     };
     let cm = build(&tree, config, &host, Arc::new(Events::default())).unwrap();
     let tasks = TaskSet::new();
-    cm.start(&tasks, active(pods())).await.unwrap();
+    cm.start(&tasks, active(pods()), None).await.unwrap();
     assert!(!tree.path("cpu", "kubepods").exists());
     let pcm = cm.new_pod_container_manager();
     let g = reference("guaranteed");

@@ -6,17 +6,20 @@
 //! behind [`SystemdDbus`]) drivers; `helpers`/`qos` turn pod specs into
 //! limits and classes; `qos_container_manager`, `pod_container_manager` and
 //! `node_allocatable` lay out `kubepods`; `container_manager` ties it
-//! together for the kubelet.
+//! together for the kubelet; `cpumanager` pins containers to CPUs
+//! (`cpuManagerPolicy`).
 
 pub mod capacity;
 pub mod cgroup_manager;
 pub mod cgroup_name;
 pub mod cgroupfs;
 pub mod container_manager;
+pub mod cpumanager;
 pub mod cpuset;
 pub mod error;
 pub mod helpers;
 pub mod host;
+pub mod internal_lifecycle;
 pub mod kernel;
 pub mod node_allocatable;
 pub mod node_config;
@@ -24,6 +27,7 @@ pub mod pod_container_manager;
 pub mod qos;
 pub mod qos_container_manager;
 pub mod resources;
+pub mod start_deps;
 pub mod subsystems;
 pub mod system_containers;
 pub mod systemd;
@@ -46,11 +50,13 @@ pub use container_manager::{
 };
 pub use error::CmError;
 pub use host::HostPaths;
+pub use internal_lifecycle::InternalContainerLifecycle;
 pub use node_allocatable::NodeAllocatableConfig;
 pub use node_config::{CmFeatureGates, NodeConfig};
 pub use pod_container_manager::{PodContainerManager, PodContainerManagerImpl};
 pub use qos::{QosClass, get_pod_qos};
 pub use qos_container_manager::{ActivePodsFn, QosContainersInfo};
 pub use resources::{CgroupConfig, ResourceConfig, ResourceList};
+pub use start_deps::CmRuntimeDeps;
 pub use subsystems::{CgroupMode, CgroupSubsystems};
 pub use systemd::SystemdDbus;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::cgroup_manager::CgroupDriver;
+use super::cpumanager::CpuManagerConfig;
 use super::error::CmError;
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_NONE, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED,
@@ -23,6 +24,8 @@ pub struct CmFeatureGates {
     pub custom_cpu_cfs_quota_period: bool,
     /// localStorageCapacityIsolation: ephemeral-storage is part of capacity.
     pub local_storage_capacity_isolation: bool,
+    /// CPUManager (beta, on): the CPU manager runs.
+    pub cpu_manager: bool,
 }
 
 impl Default for CmFeatureGates {
@@ -32,6 +35,7 @@ impl Default for CmFeatureGates {
             memory_qos: false,
             custom_cpu_cfs_quota_period: false,
             local_storage_capacity_isolation: true,
+            cpu_manager: true,
         }
     }
 }
@@ -70,6 +74,8 @@ pub struct NodeConfig {
     /// `failSwapOn`.
     pub fail_swap_on: bool,
     pub features: CmFeatureGates,
+    /// `cpuManagerPolicy`, its options and reconcile period.
+    pub cpu_manager: CpuManagerConfig,
 }
 
 impl Default for NodeConfig {
@@ -95,6 +101,7 @@ impl Default for NodeConfig {
             cpu_cfs_quota_period: Duration::from_millis(100),
             fail_swap_on: true,
             features: CmFeatureGates::default(),
+            cpu_manager: CpuManagerConfig::default(),
         }
     }
 }

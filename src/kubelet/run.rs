@@ -19,6 +19,7 @@ use super::build::runtime::RuntimeParts;
 use super::build::sources::PodSources;
 use crate::apis::config::server::KubeletServer;
 use crate::features::CONTAINER_CHECKPOINT;
+use crate::kubelet::config::SourcesReady;
 use crate::kubelet::pod_dirs::{DataDirOptions, setup_data_dirs};
 use crate::kubelet::runtime_state::RUNTIME_UP_PERIOD;
 use crate::kubelet::sync_loop::{ProbeUpdates, SyncLoopInputs, active_pods};
@@ -85,6 +86,8 @@ impl Kubelet {
         spawn_volume_events(&volume_manager, &core, tasks);
         let fatal = RuntimeUp {
             runtime: runtime.runtime.clone(),
+            runtime_service: env.runtime_services.runtime.clone(),
+            sources_ready: sources.ready.clone(),
             core: core.clone(),
             container_manager: env.container_manager.clone(),
             node_resources,
@@ -189,6 +192,10 @@ async fn check_resolv_conf(dns: &crate::kubelet::network::dns::DnsConfigurer) {
 /// manager, the node shutdown manager) start.
 struct RuntimeUp {
     runtime: Arc<dyn crate::kubelet::container::Runtime>,
+    /// The CRI runtime service (the CPU manager's reconcile loop updates
+    /// container cpusets through it).
+    runtime_service: Arc<dyn crate::cri::RuntimeService>,
+    sources_ready: SourcesReady,
     core: PodCore,
     container_manager: Arc<dyn crate::cm::ContainerManager>,
     node_resources: Arc<NodeResources>,
@@ -245,9 +252,17 @@ impl RuntimeUp {
                 self.core.pod_workers.clone(),
                 self.core.status_manager.clone(),
             );
+            let statuses = status.clone();
             let active = Arc::new(move || active_pods(&pm, &workers, &status));
+            let ready = self.sources_ready.clone();
+            let deps = crate::cm::CmRuntimeDeps {
+                sources_ready: Arc::new(move || ready.all_ready()),
+                pod_status: Arc::new(move |uid: &str| statuses.get_pod_status(uid)),
+                runtime: self.runtime_service.clone(),
+                clock: self.core.clock.clone(),
+            };
             let cm = &self.container_manager;
-            if let Err(e) = cm.start(tasks, active).await {
+            if let Err(e) = cm.start(tasks, active, Some(deps)).await {
                 tracing::error!(err = %e, "Failed to start ContainerManager");
                 let _ = fatal.send(format!("Failed to start ContainerManager: {e}"));
                 return;

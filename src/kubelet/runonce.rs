@@ -92,7 +92,7 @@ impl Kubelet {
         let active = Arc::new(Vec::<Arc<Pod>>::new);
         self.env
             .container_manager
-            .start(tasks, Arc::new(move || active()))
+            .start(tasks, Arc::new(move || active()), None)
             .await
             .map_err(|e| RunOnceError::Setup(format!("Failed to start ContainerManager: {e}")))?;
         self.volume_manager.start(tasks);

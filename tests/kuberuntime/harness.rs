@@ -386,6 +386,7 @@ async fn build_manager(
             clock.clone(),
         )),
         clock,
+        lifecycle: Arc::new(kubelet::cm::internal_lifecycle::NoopLifecycle),
     };
     let config = RuntimeManagerConfig {
         settings: settings(root),

@@ -26,7 +26,7 @@ use crate::kubelet::pod_workers::{
 use crate::kubelet::runtime_state::RuntimeState;
 use crate::kubelet::status::{ActiveDeadline, ReasonCache, StatusGenerator, StatusManager};
 use crate::kubelet::sync_loop::admission::{
-    Admission, AdmitFn, PreemptFn, SoftAdmission, SysctlAllowlist,
+    Admission, AdmitFn, PreemptFn, SoftAdmission, SysctlAllowlist, resource_allocation_admit,
 };
 use crate::kubelet::sync_loop::container_deletor::{ContainerDeletor, ContainerDeletorTask};
 use crate::kubelet::sync_loop::fit::NodeFn;
@@ -195,7 +195,7 @@ pub fn compose(
         generator,
         reasons,
         runtime_state: runtime_state.clone(),
-        container_manager: seams.container_manager,
+        container_manager: seams.container_manager.clone(),
         pod_container_manager: seams.pod_container_manager.clone(),
         cgroups_per_qos: settings.cgroups_per_qos,
         volumes: seams.volumes.clone(),
@@ -225,6 +225,7 @@ pub fn compose(
         shutdown: seams.shutdown_admit,
         node: seams.admission_node,
         sysctls: SysctlAllowlist::new(&settings.allowed_unsafe_sysctls),
+        resources: Some(resource_allocation_admit(seams.container_manager)),
         preempt: Some(preempt_through(&pod_workers)),
     });
     let (deletor, container_deletor) =

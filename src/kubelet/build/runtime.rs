@@ -152,6 +152,7 @@ pub(super) async fn build(
             recorder: env.events.clone(),
             crash_backoff: crash_backoff.clone(),
             clock: clock.clone(),
+            lifecycle: env.container_manager.internal_container_lifecycle(),
         },
     )
     .await

@@ -89,6 +89,8 @@ pub struct RuntimeManagerDeps {
     /// garbage-collects it during housekeeping).
     pub crash_backoff: Arc<Backoff>,
     pub clock: Arc<dyn Clock>,
+    /// The container manager's hooks around creation (the CPU manager's cpuset).
+    pub lifecycle: Arc<dyn crate::cm::InternalContainerLifecycle>,
 }
 
 /// The CRI-backed runtime manager.
@@ -104,6 +106,7 @@ pub struct KubeGenericRuntimeManager {
     pub(super) recorder: Arc<dyn EventRecorder>,
     pub(super) crash_backoff: Arc<Backoff>,
     pub(super) clock: Arc<dyn Clock>,
+    pub(super) lifecycle: Arc<dyn crate::cm::InternalContainerLifecycle>,
     pub(super) config: RuntimeManagerConfig,
     pub(super) http: HookHttpClient,
 }
@@ -151,6 +154,7 @@ impl KubeGenericRuntimeManager {
             recorder: deps.recorder,
             crash_backoff: deps.crash_backoff,
             clock: deps.clock,
+            lifecycle: deps.lifecycle,
             config,
             http: HookHttpClient::new(),
         })

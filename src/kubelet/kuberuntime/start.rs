@@ -327,7 +327,7 @@ impl KubeGenericRuntimeManager {
             _ => None,
         };
 
-        let config = match self
+        let mut config = match self
             .generate_container_config(
                 container,
                 pod,
@@ -351,6 +351,8 @@ impl KubeGenericRuntimeManager {
             }
         };
 
+        self.lifecycle
+            .pre_create_container(pod, container, &mut config);
         let container_id = match self
             .runtime
             .create_container(sandbox_id, &config, sandbox_config)
@@ -376,6 +378,8 @@ impl KubeGenericRuntimeManager {
             &format!("Created container {}", container.name),
         );
 
+        self.lifecycle
+            .pre_start_container(pod, container, &container_id);
         if let Err(e) = self.runtime.start_container(&container_id).await {
             let msg = grpc_message(&e);
             warn(

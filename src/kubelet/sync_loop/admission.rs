@@ -4,9 +4,10 @@
 //! resources), the pod's OS; AppArmor before each sync. A rejected pod is
 //! failed with the handler's reason and message and never started.
 //!
-//! The eviction manager's handler runs first (through [`AdmitFn`]). Not
-//! here: the node shutdown manager's, and device/topology allocation (the
-//! container manager has no device or topology managers).
+//! The eviction manager's handler runs first (through [`AdmitFn`]); the
+//! container manager's resource allocation (CPU manager) runs before the
+//! predicates. Not here: device/topology allocation (the container manager
+//! has no device or topology managers).
 
 use std::sync::Arc;
 
@@ -42,6 +43,17 @@ impl PodAdmitResult {
             message: message.into(),
         }
     }
+}
+
+/// The container manager's resource allocation as an admit handler: a
+/// failure rejects the pod with the allocator's reason (Go's
+/// GetPodAdmitResult: typed errors name themselves, others are
+/// `UnexpectedAdmissionError`).
+pub fn resource_allocation_admit(cm: Arc<dyn crate::cm::ContainerManager>) -> AdmitFn {
+    Arc::new(move |pod: &Pod| match cm.allocate_resources(pod) {
+        Ok(()) => PodAdmitResult::admit(),
+        Err(e) => PodAdmitResult::reject(e.admission_reason(), e.admission_message()),
+    })
 }
 
 /// Sysctls every pod may set (v1.25's safe set).
@@ -182,6 +194,10 @@ pub struct Admission {
     pub eviction: Option<AdmitFn>,
     pub node: NodeFn,
     pub sysctls: SysctlAllowlist,
+    /// The container manager's resource allocation (the CPU manager
+    /// assigns CPUs), after the sysctl check and before the predicates as
+    /// in Go.
+    pub resources: Option<AdmitFn>,
     /// Preempts a pod for a critical one; `None` disables preemption.
     pub preempt: Option<PreemptFn>,
     /// The node shutdown manager's handler (nothing admitted while the
@@ -209,6 +225,12 @@ impl Admission {
         let sysctl = self.sysctls.admit(pod);
         if !sysctl.admit {
             return sysctl;
+        }
+        if let Some(resources) = &self.resources {
+            let r = resources(pod);
+            if !r.admit {
+                return r;
+            }
         }
         let predicates = self.predicates(active, pod).await;
         if !predicates.admit {

@@ -67,6 +67,7 @@ fn pod(uid: &str, cpu: &str) -> Pod {
 
 fn admission(preempt: Option<PreemptFn>) -> Admission {
     Admission {
+        resources: None,
         eviction: None,
         node: Arc::new(node),
         sysctls: SysctlAllowlist::new(&[
@@ -290,5 +291,48 @@ async fn the_shutdown_handler_runs_last() {
         )
     );
     shutting_down.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(a.can_admit_pod(&[], &pod("small", "1m")).await.admit);
+}
+
+#[tokio::test]
+async fn resource_allocation_runs_before_the_predicates() {
+    use crate::cm::cpumanager::CpuManagerError;
+    use crate::kubelet::sync_loop::testing::FakeCm;
+    let mut a = admission(None);
+    let cm = FakeCm {
+        refuse_allocation: Some(|| CpuManagerError::NotEnoughCpus),
+        ..Default::default()
+    };
+    a.resources = Some(super::admission::resource_allocation_admit(Arc::new(cm)));
+    // A pod the predicates would refuse: the allocator answers first.
+    let r = a.can_admit_pod(&[], &pod("big", "100")).await;
+    assert_eq!(
+        verdict(r),
+        (
+            false,
+            "UnexpectedAdmissionError".to_string(),
+            "Allocate failed due to not enough cpus available to satisfy request, which is unexpected".to_string()
+        )
+    );
+    let cm = FakeCm {
+        refuse_allocation: Some(|| CpuManagerError::SmtAlignment {
+            requested: 3,
+            cpus_per_core: 2,
+        }),
+        ..Default::default()
+    };
+    a.resources = Some(super::admission::resource_allocation_admit(Arc::new(cm)));
+    let r = a.can_admit_pod(&[], &pod("small", "1m")).await;
+    assert_eq!(
+        verdict(r),
+        (
+            false,
+            "SMTAlignmentError".to_string(),
+            "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2".to_string()
+        )
+    );
+    a.resources = Some(super::admission::resource_allocation_admit(Arc::new(
+        FakeCm::default(),
+    )));
     assert!(a.can_admit_pod(&[], &pod("small", "1m")).await.admit);
 }

@@ -243,11 +243,18 @@ pub struct FakeCm {
     pub config: NodeConfig,
     pub machine: MachineInfo,
     pub qos_updates: Mutex<u32>,
+    /// What resource allocation at admission fails with, if anything.
+    pub refuse_allocation: Option<fn() -> crate::cm::cpumanager::CpuManagerError>,
 }
 
 #[async_trait]
 impl ContainerManager for FakeCm {
-    async fn start(&self, _t: &TaskSet, _a: ActivePodsFn) -> Result<(), CmError> {
+    async fn start(
+        &self,
+        _t: &TaskSet,
+        _a: ActivePodsFn,
+        _r: Option<crate::cm::CmRuntimeDeps>,
+    ) -> Result<(), CmError> {
         Ok(())
     }
     async fn get_capacity(&self, _l: bool) -> ResourceList {
@@ -289,6 +296,12 @@ impl ContainerManager for FakeCm {
     }
     fn machine_info(&self) -> &MachineInfo {
         &self.machine
+    }
+    fn allocate_resources(&self, _pod: &Pod) -> Result<(), crate::cm::cpumanager::CpuManagerError> {
+        match self.refuse_allocation {
+            Some(e) => Err(e()),
+            None => Ok(()),
+        }
     }
 }
 

@@ -1,0 +1,54 @@
+//! Hooks the runtime manager calls around a container's creation (Go's
+//! InternalContainerLifecycle): the CPU manager's cpuset goes into the CRI
+//! config before CreateContainer, and the container is recorded before
+//! StartContainer.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::cpumanager::CpuManager;
+use crate::cri::api::ContainerConfig;
+
+/// The container manager's part in creating and stopping containers.
+pub trait InternalContainerLifecycle: Send + Sync + 'static {
+    /// Adjusts the CRI config before CreateContainer.
+    fn pre_create_container(&self, pod: &Pod, container: &Container, config: &mut ContainerConfig);
+    /// After CreateContainer, before StartContainer.
+    fn pre_start_container(&self, pod: &Pod, container: &Container, container_id: &str);
+    /// After the container stopped.
+    fn post_stop_container(&self, _container_id: &str) {}
+}
+
+/// No resource managers: nothing to do.
+#[derive(Debug, Default)]
+pub struct NoopLifecycle;
+
+impl InternalContainerLifecycle for NoopLifecycle {
+    fn pre_create_container(&self, _: &Pod, _: &Container, _: &mut ContainerConfig) {}
+    fn pre_start_container(&self, _: &Pod, _: &Container, _: &str) {}
+}
+
+/// The lifecycle over the CPU manager.
+#[derive(Debug)]
+pub struct CpuManagerLifecycle(pub Arc<CpuManager>);
+
+impl InternalContainerLifecycle for CpuManagerLifecycle {
+    fn pre_create_container(&self, pod: &Pod, container: &Container, config: &mut ContainerConfig) {
+        let uid = pod.metadata.uid.as_deref().unwrap_or("");
+        let cpus = self.0.cpu_affinity(uid, &container.name);
+        if cpus.is_empty() {
+            return;
+        }
+        config
+            .linux
+            .get_or_insert_with(Default::default)
+            .resources
+            .get_or_insert_with(Default::default)
+            .cpuset_cpus = cpus.to_string();
+    }
+
+    fn pre_start_container(&self, pod: &Pod, container: &Container, container_id: &str) {
+        self.0.add_container(pod, container, container_id);
+    }
+}
