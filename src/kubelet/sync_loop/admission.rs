@@ -227,7 +227,16 @@ impl Admission {
             return sysctl;
         }
         if let Some(resources) = &self.resources {
-            let r = resources(pod);
+            // The allocators write their checkpoints: off the async threads.
+            let (allocate, owned) = (resources.clone(), pod.clone());
+            let r = tokio::task::spawn_blocking(move || allocate(&owned))
+                .await
+                .unwrap_or_else(|e| {
+                    PodAdmitResult::reject(
+                        "UnexpectedAdmissionError",
+                        format!("Allocate failed due to {e}, which is unexpected"),
+                    )
+                });
             if !r.admit {
                 return r;
             }
