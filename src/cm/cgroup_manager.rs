@@ -216,8 +216,9 @@ impl CgroupManagerImpl {
     }
 }
 
-impl CgroupManager for CgroupManagerImpl {
-    fn create(&self, config: &CgroupConfig) -> Result<(), CmError> {
+impl CgroupManagerImpl {
+    /// Creates the cgroup (and its systemd unit), then sets its limits.
+    fn create_cgroup(&self, config: &CgroupConfig) -> Result<(), CmError> {
         let literal = self.name(&config.name)?;
         if let Some(dbus) = &self.systemd {
             let (parent, unit) = systemd::unit_for(&config.name)?;
@@ -247,19 +248,38 @@ impl CgroupManager for CgroupManagerImpl {
         }
         Ok(())
     }
+}
+
+/// Runs a cgroup operation, observing `kubelet_cgroup_manager_duration_seconds`.
+fn timed<T>(operation: &str, f: impl FnOnce() -> T) -> T {
+    let started = std::time::Instant::now();
+    let out = f();
+    crate::metrics::kubelet::cgroup_manager_duration()
+        .observe(&[operation], started.elapsed().as_secs_f64());
+    out
+}
+
+impl CgroupManager for CgroupManagerImpl {
+    fn create(&self, config: &CgroupConfig) -> Result<(), CmError> {
+        timed("create", || self.create_cgroup(config))
+    }
 
     fn update(&self, config: &CgroupConfig) -> Result<(), CmError> {
-        self.set_unit(&config.name, &config.resources)?;
-        self.set_files(&config.name, &config.resources)
+        timed("update", || {
+            self.set_unit(&config.name, &config.resources)?;
+            self.set_files(&config.name, &config.resources)
+        })
     }
 
     fn destroy(&self, name: &CgroupName) -> Result<(), CmError> {
-        let stopped = match &self.systemd {
-            Some(dbus) => systemd::unit_for(name).and_then(|(_, unit)| dbus.stop_unit(&unit)),
-            None => Ok(()),
-        };
-        let removed = self.writer.remove_paths(&self.distinct_paths(name)?);
-        stopped.and(removed)
+        timed("destroy", || {
+            let stopped = match &self.systemd {
+                Some(dbus) => systemd::unit_for(name).and_then(|(_, unit)| dbus.stop_unit(&unit)),
+                None => Ok(()),
+            };
+            let removed = self.writer.remove_paths(&self.distinct_paths(name)?);
+            stopped.and(removed)
+        })
     }
 
     fn exists(&self, name: &CgroupName) -> bool {

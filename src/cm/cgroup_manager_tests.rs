@@ -73,6 +73,13 @@ fn v1_create_update_exists_destroy() {
     ))
     .unwrap();
     assert_eq!(tree.read("pids", "kubepods/pod1234", "pids.max"), "100");
+    // Each operation is timed under its Go operation type.
+    for op in ["create", "update"] {
+        let seen = crate::metrics::kubelet::cgroup_manager_duration()
+            .snapshot(&[op])
+            .map_or(0, |s| s.count);
+        assert!(seen >= 1, "{op}");
+    }
 
     std::fs::write(
         tree.path("memory", "kubepods/pod1234")

@@ -58,6 +58,13 @@ impl Kubelet {
     pub async fn start(self, tasks: &TaskSet) -> Result<Running, StartError> {
         self.setup_data_dirs().await?;
         crate::metrics::kubelet::record_identity(&self.env.node_name);
+        if (self.env.server.feature_gate)
+            .enabled(crate::features::GRACEFUL_NODE_SHUTDOWN_BASED_ON_POD_PRIORITY)
+        {
+            // Go registers these with the gate, whether or not shutdown is set up.
+            crate::metrics::kubelet::graceful_shutdown_start_time().add(&[], 0.0);
+            crate::metrics::kubelet::graceful_shutdown_end_time().add(&[], 0.0);
+        }
         let Kubelet {
             env,
             sources,

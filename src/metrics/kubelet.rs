@@ -419,6 +419,52 @@ pub fn started_containers_errors() -> &'static CounterVec {
     )
 }
 
+/// `kubelet_cgroup_manager_duration_seconds{operation_type}`: cgroup
+/// create, update and destroy times.
+pub fn cgroup_manager_duration() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            "kubelet_cgroup_manager_duration_seconds",
+            "Seconds the cgroup manager took to create, update or destroy a cgroup.",
+            &[OPERATION_TYPE],
+            Stability::Alpha,
+        ),
+        default_buckets(),
+    )
+}
+
+/// `kubelet_graceful_shutdown_start_time_seconds`: when the last graceful
+/// node shutdown began (Unix seconds; 0 before any).
+pub fn graceful_shutdown_start_time() -> &'static super::GaugeVec {
+    static CELL: OnceLock<Arc<super::GaugeVec>> = OnceLock::new();
+    gauge(
+        &CELL,
+        Desc::new(
+            "kubelet_graceful_shutdown_start_time_seconds",
+            "Unix time, in seconds, at which the last graceful node shutdown began.",
+            &[],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// `kubelet_graceful_shutdown_end_time_seconds`: when the last graceful
+/// node shutdown ended (Unix seconds; 0 before any, and while one runs).
+pub fn graceful_shutdown_end_time() -> &'static super::GaugeVec {
+    static CELL: OnceLock<Arc<super::GaugeVec>> = OnceLock::new();
+    gauge(
+        &CELL,
+        Desc::new(
+            "kubelet_graceful_shutdown_end_time_seconds",
+            "Unix time, in seconds, at which the last graceful node shutdown ended.",
+            &[],
+            Stability::Alpha,
+        ),
+    )
+}
+
 #[cfg(test)]
 mod identity_tests {
     use super::*;

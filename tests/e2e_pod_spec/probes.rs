@@ -356,6 +356,9 @@ async fn probe_metrics_count_the_probes(node: &Node) {
         "kubelet_containers_per_pod_count",
         "kubelet_http_requests_duration_seconds",
         "kubelet_http_inflight_requests",
+        "kubelet_cgroup_manager_duration_seconds",
+        "kubelet_graceful_shutdown_start_time_seconds",
+        "kubelet_graceful_shutdown_end_time_seconds",
     ] {
         assert!(
             metrics.contains(&format!("# TYPE {family} ")),

@@ -19,6 +19,7 @@ use super::logind::{InhibitLock, Logind, LogindBus, override_inhibit_delay};
 use super::storage::{ShutdownState, StateFile};
 use crate::kubelet::events::{EventType, NodeEvents, reasons};
 use crate::kubelet::sync_loop::admission::PodAdmitResult;
+use crate::metrics::kubelet as metrics;
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 
@@ -164,6 +165,7 @@ impl ShutdownManager {
     /// re-opening a session a second after one ends.
     pub async fn start(self: &Arc<Self>, tasks: &TaskSet) -> Result<(), ShutdownError> {
         let first = self.open_session().await?;
+        self.restore_metrics().await;
         let me = self.clone();
         let stop = tasks.token();
         tasks.spawn("node-shutdown", async move {
@@ -271,6 +273,10 @@ impl ShutdownManager {
             end: None,
         })
         .await;
+        if self.config.state_file.is_some() {
+            set_time(metrics::graceful_shutdown_start_time(), start);
+            metrics::graceful_shutdown_end_time().set(&[], 0.0);
+        }
         for group in self.config.ranges.group(&pods) {
             if group.pods.is_empty() {
                 continue;
@@ -288,11 +294,15 @@ impl ShutdownManager {
                 );
             }
         }
+        let end = self.deps.clock.now();
         self.store_state(ShutdownState {
             start: Some(start),
-            end: Some(self.deps.clock.now()),
+            end: Some(end),
         })
         .await;
+        if self.config.state_file.is_some() {
+            set_time(metrics::graceful_shutdown_end_time(), end);
+        }
     }
 
     async fn stop_group(&self, group: &ShutdownGroup) {
@@ -315,6 +325,26 @@ impl ShutdownManager {
         futures::future::join_all(kills).await;
     }
 
+    /// The last shutdown's times from the state file, into the gauges (Go's
+    /// setMetrics).
+    async fn restore_metrics(&self) {
+        let Some(file) = self.config.state_file.clone() else {
+            return;
+        };
+        match tokio::task::spawn_blocking(move || file.load()).await {
+            Ok(Ok(state)) => {
+                if let Some(t) = state.start {
+                    set_time(metrics::graceful_shutdown_start_time(), t);
+                }
+                if let Some(t) = state.end {
+                    set_time(metrics::graceful_shutdown_end_time(), t);
+                }
+            }
+            Ok(Err(e)) => tracing::error!(err = %e, "Failed to load graceful shutdown state"),
+            Err(e) => tracing::error!(err = %e, "Failed to load graceful shutdown state"),
+        }
+    }
+
     async fn store_state(&self, state: ShutdownState) {
         let Some(file) = self.config.state_file.clone() else {
             return;
@@ -326,4 +356,13 @@ impl ShutdownManager {
             Err(e) => tracing::error!(err = %e, "Failed to store graceful shutdown state"),
         }
     }
+}
+
+/// A wall-clock time into a Unix-seconds gauge.
+fn set_time(gauge: &crate::metrics::GaugeVec, t: std::time::SystemTime) {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    gauge.set(&[], secs as f64);
 }

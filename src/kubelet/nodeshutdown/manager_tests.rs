@@ -287,6 +287,18 @@ async fn shutdown_stops_pods_by_priority_within_their_grace_then_releases_the_in
     );
     let state = StateFile::in_dir(r.dir.path()).load().expect("state");
     assert!(state.start.is_some() && state.end.is_some() && state.end >= state.start);
+    let gauges = crate::metrics::render_text();
+    for family in [
+        "kubelet_graceful_shutdown_start_time_seconds ",
+        "kubelet_graceful_shutdown_end_time_seconds ",
+    ] {
+        let value: f64 = gauges
+            .lines()
+            .find_map(|l| l.strip_prefix(family))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        assert!(value > 1_600_000_000.0, "{family}{value}");
+    }
 
     // Cancelled: admitted again, the inhibitor taken again.
     r.bus.signal(false);
