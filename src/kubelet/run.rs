@@ -22,7 +22,7 @@ use crate::features::CONTAINER_CHECKPOINT;
 use crate::kubelet::config::SourcesReady;
 use crate::kubelet::pod_dirs::{DataDirOptions, setup_data_dirs};
 use crate::kubelet::runtime_state::RUNTIME_UP_PERIOD;
-use crate::kubelet::sync_loop::{ProbeUpdates, SyncLoopInputs, active_pods};
+use crate::kubelet::sync_loop::{ProbeUpdates, SyncLoopInputs};
 use crate::util::lifecycle::{Period, TaskSet};
 use crate::volume::util::mount::{SystemMounter, make_rshared};
 
@@ -254,13 +254,8 @@ impl RuntimeUp {
             return;
         }
         if !initialized.swap(true, Ordering::SeqCst) {
-            let (pm, workers, status) = (
-                self.core.pod_manager.clone(),
-                self.core.pod_workers.clone(),
-                self.core.status_manager.clone(),
-            );
-            let statuses = status.clone();
-            let active = Arc::new(move || active_pods(&pm, &workers, &status));
+            let statuses = self.core.status_manager.clone();
+            let active = self.core.active_pods_fn();
             let ready = self.sources_ready.clone();
             let deps = crate::cm::CmRuntimeDeps {
                 sources_ready: Arc::new(move || ready.all_ready()),

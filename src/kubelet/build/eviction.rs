@@ -146,14 +146,7 @@ pub(super) async fn build(
             });
         }
     }
-    let active_pods = {
-        let (pm, workers, status) = (
-            core.pod_manager.clone(),
-            core.pod_workers.clone(),
-            core.status_manager.clone(),
-        );
-        Arc::new(move || crate::kubelet::sync_loop::active_pods(&pm, &workers, &status))
-    };
+    let active_pods = core.active_pods_fn();
     let cleaned = core.pod_workers.clone();
     let gc_ready = sources.ready.clone();
     let manager = EvictionManager::new(

@@ -50,6 +50,19 @@ pub struct PodCore {
 }
 
 impl PodCore {
+    /// The admitted, not yet terminated pods, as the eviction, shutdown and
+    /// container managers ask for them (Go's GetActivePods).
+    pub fn active_pods_fn(
+        &self,
+    ) -> Arc<dyn Fn() -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> + Send + Sync> {
+        let (pm, workers, status) = (
+            self.pod_manager.clone(),
+            self.pod_workers.clone(),
+            self.status_manager.clone(),
+        );
+        Arc::new(move || crate::kubelet::sync_loop::active_pods(&pm, &workers, &status))
+    }
+
     pub fn new(
         pod_manager: Arc<PodManager>,
         recorder: Arc<dyn PodEventRecorder>,

@@ -68,14 +68,7 @@ pub(super) fn build(
         return None;
     }
     let root = Path::new(&server.flags.root_directory);
-    let active_pods = {
-        let (pm, workers, status) = (
-            core.pod_manager.clone(),
-            core.pod_workers.clone(),
-            core.status_manager.clone(),
-        );
-        Arc::new(move || crate::kubelet::sync_loop::active_pods(&pm, &workers, &status))
-    };
+    let active_pods = core.active_pods_fn();
     Some(ShutdownManager::new(
         ShutdownConfig {
             ranges,
