@@ -15,6 +15,7 @@ use super::server::KubeletServer;
 use crate::apis::eviction::parse_threshold_config;
 use crate::cadvisor::{HostMachineInfo, MachineInfoProvider};
 use crate::cm::cpumanager::{CpuManagerConfig, OptionGates};
+use crate::cm::topologymanager::TopologyManagerConfig;
 use crate::cm::cpuset::CpuSet;
 use crate::cm::node_allocatable::NodeAllocatableConfig;
 use crate::cm::{CgroupDriver, CmFeatureGates, HostPaths, NodeConfig, ResourceList};
@@ -254,6 +255,7 @@ pub fn node_config(
             custom_cpu_cfs_quota_period: gate.enabled(features::CPU_CFS_QUOTA_PERIOD),
             local_storage_capacity_isolation: c.local_storage_capacity_isolation,
             cpu_manager: cpu_manager_on,
+            topology_manager: gate.enabled(features::TOPOLOGY_MANAGER),
         },
         cpu_manager: CpuManagerConfig {
             policy: c.cpu_manager_policy.clone(),
@@ -263,6 +265,10 @@ pub fn node_config(
                 alpha: gate.enabled(features::CPU_MANAGER_POLICY_ALPHA_OPTIONS),
                 beta: gate.enabled(features::CPU_MANAGER_POLICY_BETA_OPTIONS),
             },
+        },
+        topology_manager: TopologyManagerConfig {
+            policy: c.topology_manager_policy.clone(),
+            scope: c.topology_manager_scope.clone(),
         },
     };
     config.apply_cgroup_root_default();

@@ -9,11 +9,13 @@ use std::time::Duration;
 use super::capacity::{capacity_from_machine_info, ephemeral_storage_capacity};
 use super::cgroup_manager::{CgroupManager, CgroupManagerImpl};
 use super::cgroup_name::CgroupName;
-use super::cpumanager::{CpuManager, CpuManagerError};
+use super::cpumanager::CpuManager;
 use super::error::{CmError, blocking};
 use super::helpers::PodResourceOptions;
 use super::host::HostPaths;
-use super::internal_lifecycle::{CpuManagerLifecycle, InternalContainerLifecycle, NoopLifecycle};
+use super::admission::AllocationError;
+use super::internal_lifecycle::{InternalContainerLifecycle, NoopLifecycle, ResourceManagersLifecycle};
+use super::topologymanager::{AffinityStore, HintProvider, TopologyManager};
 use super::kernel::{self, KernelTunableBehavior};
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED, cgroup_config_for,
@@ -106,7 +108,7 @@ pub trait ContainerManager: Send + Sync + 'static {
     fn machine_info(&self) -> &MachineInfo;
     /// Admission: the resource managers allocate for every container of
     /// the pod (init containers first).
-    fn allocate_resources(&self, _pod: &Pod) -> Result<(), CpuManagerError> {
+    fn allocate_resources(&self, _pod: &Pod) -> Result<(), AllocationError> {
         Ok(())
     }
     /// The hooks around container creation.
@@ -134,6 +136,7 @@ struct Inner {
     status: Mutex<Status>,
     kubelet_cgroups: Mutex<String>,
     cpu_manager: Option<Arc<CpuManager>>,
+    topology: Arc<TopologyManager>,
 }
 
 /// The container manager of a Linux node.
@@ -214,6 +217,8 @@ impl ContainerManagerImpl {
         let qos_info = qos.as_ref().map(|q| q.info().clone()).unwrap_or_default();
         tracing::info!(node_config = ?config, "creating container manager object based on node config");
         let kubelet_cgroups = config.kubelet_cgroups_name.clone();
+        let affinity = Arc::new(AffinityStore::default());
+        let mut providers: Vec<Arc<dyn HintProvider>> = Vec::new();
         let cpu_manager = if config.features.cpu_manager {
             let reservation = node_allocatable_reservation(&capacity, &config.node_allocatable);
             let cpu = CpuManager::new(
@@ -222,12 +227,16 @@ impl ContainerManagerImpl {
                 &config.node_allocatable.reserved_system_cpus,
                 &reservation,
                 config.kubelet_root_dir.clone(),
+                affinity.clone(),
             )
             .inspect_err(|e| tracing::error!(err = %e, "Failed to initialize cpu manager"))?;
-            Some(Arc::new(cpu))
+            let cpu = Arc::new(cpu);
+            providers.push(cpu.clone());
+            Some(cpu)
         } else {
             None
         };
+        let topology = build_topology_manager(&config, &machine_info, affinity, providers)?;
         Ok(ContainerManagerImpl {
             inner: Arc::new(Inner {
                 config,
@@ -244,6 +253,7 @@ impl ContainerManagerImpl {
                 status: Mutex::new(Status::default()),
                 kubelet_cgroups: Mutex::new(kubelet_cgroups),
                 cpu_manager,
+                topology: Arc::new(topology),
             }),
         })
     }
@@ -647,29 +657,37 @@ impl ContainerManager for ContainerManagerImpl {
         &self.inner.machine_info
     }
 
-    fn allocate_resources(&self, pod: &Pod) -> Result<(), CpuManagerError> {
-        let (Some(cpu), Some(spec)) = (&self.inner.cpu_manager, &pod.spec) else {
-            return Ok(());
-        };
-        for container in spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(&spec.containers)
-        {
-            cpu.allocate(pod, container)?;
-        }
-        Ok(())
+    fn allocate_resources(&self, pod: &Pod) -> Result<(), AllocationError> {
+        self.inner.topology.admit(pod)
     }
 
     fn internal_container_lifecycle(&self) -> Arc<dyn InternalContainerLifecycle> {
-        match &self.inner.cpu_manager {
-            Some(cpu) => Arc::new(CpuManagerLifecycle(cpu.clone())),
-            None => Arc::new(NoopLifecycle),
-        }
+        Arc::new(ResourceManagersLifecycle {
+            cpu: self.inner.cpu_manager.clone(),
+            topology: self.inner.topology.clone(),
+        })
     }
 
     fn cpu_manager(&self) -> Option<Arc<CpuManager>> {
         self.inner.cpu_manager.clone()
     }
+}
+
+/// The topology manager over the providers (device, CPU, memory, in Go's
+/// order); with the TopologyManager gate off it only lets them allocate.
+fn build_topology_manager(
+    config: &NodeConfig,
+    machine: &MachineInfo,
+    affinity: Arc<AffinityStore>,
+    providers: Vec<Arc<dyn HintProvider>>,
+) -> Result<TopologyManager, CmError> {
+    let mut tm = config.topology_manager.clone();
+    if !config.features.topology_manager {
+        tm = Default::default();
+    }
+    let numa_nodes: Vec<u32> = machine.topology.iter().map(|n| n.id).collect();
+    TopologyManager::new(&tm, &numa_nodes, affinity, providers).map_err(|e| {
+        tracing::error!(err = %e, "Failed to initialize topology manager");
+        CmError::TopologyManager(e)
+    })
 }

@@ -60,6 +60,9 @@ pub enum CmError {
     /// The CPU manager could not be built.
     #[error(transparent)]
     CpuManager(Box<super::cpumanager::CpuManagerError>),
+    /// The topology manager could not be built.
+    #[error("failed to initialize topology manager: {0}")]
+    TopologyManager(#[source] super::topologymanager::TopologyManagerError),
     /// Machine information could not be gathered.
     #[error(transparent)]
     MachineInfo(#[from] crate::cadvisor::MachineInfoError),

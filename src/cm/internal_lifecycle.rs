@@ -8,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::cpumanager::CpuManager;
+use super::topologymanager::TopologyManager;
 use crate::cri::api::ContainerConfig;
 
 /// The container manager's part in creating and stopping containers.
@@ -29,14 +30,20 @@ impl InternalContainerLifecycle for NoopLifecycle {
     fn pre_start_container(&self, _: &Pod, _: &Container, _: &str) {}
 }
 
-/// The lifecycle over the CPU manager.
+/// The lifecycle over the resource managers: the CPU manager's cpuset
+/// goes into the CRI config; a started container is recorded by the CPU
+/// and topology managers, and forgotten when it stops.
 #[derive(Debug)]
-pub struct CpuManagerLifecycle(pub Arc<CpuManager>);
+pub struct ResourceManagersLifecycle {
+    pub cpu: Option<Arc<CpuManager>>,
+    pub topology: Arc<TopologyManager>,
+}
 
-impl InternalContainerLifecycle for CpuManagerLifecycle {
+impl InternalContainerLifecycle for ResourceManagersLifecycle {
     fn pre_create_container(&self, pod: &Pod, container: &Container, config: &mut ContainerConfig) {
         let uid = pod.metadata.uid.as_deref().unwrap_or("");
-        let cpus = self.0.cpu_affinity(uid, &container.name);
+        let Some(cpu) = &self.cpu else { return };
+        let cpus = cpu.cpu_affinity(uid, &container.name);
         if cpus.is_empty() {
             return;
         }
@@ -49,6 +56,13 @@ impl InternalContainerLifecycle for CpuManagerLifecycle {
     }
 
     fn pre_start_container(&self, pod: &Pod, container: &Container, container_id: &str) {
-        self.0.add_container(pod, container, container_id);
+        if let Some(cpu) = &self.cpu {
+            cpu.add_container(pod, container, container_id);
+        }
+        self.topology.add_container(pod, container, container_id);
+    }
+
+    fn post_stop_container(&self, container_id: &str) {
+        self.topology.remove_container(container_id);
     }
 }

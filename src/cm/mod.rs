@@ -9,6 +9,7 @@
 //! together for the kubelet; `cpumanager` pins containers to CPUs
 //! (`cpuManagerPolicy`).
 
+pub mod admission;
 pub mod capacity;
 pub mod cgroup_manager;
 pub mod cgroup_name;
@@ -31,6 +32,7 @@ pub mod start_deps;
 pub mod subsystems;
 pub mod system_containers;
 pub mod systemd;
+pub mod topologymanager;
 
 #[cfg(test)]
 mod capacity_tests;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::cgroup_manager::CgroupDriver;
 use super::cpumanager::CpuManagerConfig;
+use super::topologymanager::TopologyManagerConfig;
 use super::error::CmError;
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_NONE, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED,
@@ -26,6 +27,8 @@ pub struct CmFeatureGates {
     pub local_storage_capacity_isolation: bool,
     /// CPUManager (beta, on): the CPU manager runs.
     pub cpu_manager: bool,
+    /// TopologyManager (beta, on): admission aligns the managers' resources.
+    pub topology_manager: bool,
 }
 
 impl Default for CmFeatureGates {
@@ -36,6 +39,7 @@ impl Default for CmFeatureGates {
             custom_cpu_cfs_quota_period: false,
             local_storage_capacity_isolation: true,
             cpu_manager: true,
+            topology_manager: true,
         }
     }
 }
@@ -76,6 +80,8 @@ pub struct NodeConfig {
     pub features: CmFeatureGates,
     /// `cpuManagerPolicy`, its options and reconcile period.
     pub cpu_manager: CpuManagerConfig,
+    /// `topologyManagerPolicy` and `topologyManagerScope`.
+    pub topology_manager: TopologyManagerConfig,
 }
 
 impl Default for NodeConfig {
@@ -102,6 +108,7 @@ impl Default for NodeConfig {
             fail_swap_on: true,
             features: CmFeatureGates::default(),
             cpu_manager: CpuManagerConfig::default(),
+            topology_manager: TopologyManagerConfig::default(),
         }
     }
 }

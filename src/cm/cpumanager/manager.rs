@@ -18,7 +18,9 @@ use super::topology::CpuTopology;
 use crate::cadvisor::MachineInfo;
 use crate::cm::cpuset::CpuSet;
 use crate::cm::qos_container_manager::ActivePodsFn;
+use crate::cm::admission::AllocationError;
 use crate::cm::resources::{RESOURCE_CPU, ResourceList};
+use crate::cm::topologymanager::{AffinityStore, HintProvider, ProviderHints};
 
 pub const POLICY_NONE: &str = "none";
 
@@ -83,6 +85,8 @@ pub struct CpuManager {
     policy_name: &'static str,
     pub(super) reconcile_period: Duration,
     state_dir: PathBuf,
+    /// The NUMA affinity the topology manager chose per container.
+    affinity: Arc<AffinityStore>,
     pub(super) inner: Mutex<Inner>,
 }
 
@@ -103,6 +107,7 @@ impl CpuManager {
         reserved_cpus: &CpuSet,
         reservation: &ResourceList,
         state_dir: PathBuf,
+        affinity: Arc<AffinityStore>,
     ) -> Result<Self, CpuManagerError> {
         let (policy_name, policy) = match config.policy.as_str() {
             POLICY_NONE => {
@@ -145,6 +150,7 @@ impl CpuManager {
             policy_name,
             reconcile_period: config.reconcile_period,
             state_dir,
+            affinity,
             inner: Mutex::new(Inner {
                 policy,
                 state: State::in_memory(),
@@ -200,14 +206,24 @@ impl CpuManager {
     pub fn allocate(&self, pod: &Pod, container: &Container) -> Result<(), CpuManagerError> {
         self.lock().pending_admission = Some(Arc::new(pod.clone()));
         self.remove_stale_state();
+        let uid = pod.metadata.uid.as_deref().unwrap_or("");
+        let hint = self.affinity.get_affinity(uid, &container.name);
         let mut inner = self.lock();
         let Inner { policy, state, .. } = &mut *inner;
         match policy {
-            Policy::Static(p) => p.allocate(state, pod, container).inspect_err(|e| {
-                tracing::error!(err = %e, "Allocate error");
-            }),
+            Policy::Static(p) => p
+                .allocate(state, pod, container, hint.numa_node_affinity)
+                .inspect_err(|e| {
+                    tracing::error!(err = %e, "Allocate error");
+                }),
             Policy::None => Ok(()),
         }
+    }
+
+    /// Before the hints: remember the pod being admitted and drop stale state.
+    fn prepare_hints(&self, pod: &Pod) {
+        self.lock().pending_admission = Some(Arc::new(pod.clone()));
+        self.remove_stale_state();
     }
 
     /// After the container was created: remember it and what it got.
@@ -314,4 +330,28 @@ impl Inner {
 fn go_map(map: &BTreeMap<String, String>) -> String {
     let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k}:{v}")).collect();
     format!("map[{}]", parts.join(" "))
+}
+
+impl HintProvider for CpuManager {
+    fn topology_hints(&self, pod: &Pod, container: &Container) -> ProviderHints {
+        self.prepare_hints(pod);
+        let inner = self.lock();
+        match &inner.policy {
+            Policy::Static(p) => p.topology_hints(&inner.state, pod, container),
+            Policy::None => ProviderHints::new(),
+        }
+    }
+
+    fn pod_topology_hints(&self, pod: &Pod) -> ProviderHints {
+        self.prepare_hints(pod);
+        let inner = self.lock();
+        match &inner.policy {
+            Policy::Static(p) => p.pod_topology_hints(&inner.state, pod),
+            Policy::None => ProviderHints::new(),
+        }
+    }
+
+    fn allocate(&self, pod: &Pod, container: &Container) -> Result<(), AllocationError> {
+        CpuManager::allocate(self, pod, container).map_err(AllocationError::from)
+    }
 }

@@ -19,6 +19,7 @@ pub mod policy_static;
 pub mod reconcile;
 pub mod state;
 pub mod topology;
+pub mod topology_hints;
 
 #[cfg(test)]
 mod tests;

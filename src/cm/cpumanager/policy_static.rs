@@ -18,6 +18,7 @@ use crate::cm::cpuset::CpuSet;
 use crate::cm::helpers::container_resources;
 use crate::cm::qos::{QosClass, get_pod_qos};
 use crate::cm::resources::RESOURCE_CPU;
+use crate::cm::topologymanager::BitMask;
 
 pub const POLICY_STATIC: &str = "static";
 
@@ -74,6 +75,11 @@ impl StaticPolicy {
             options,
             cpus_to_reuse: HashMap::new(),
         })
+    }
+
+    /// CPUs the pod's init containers held, free for its other containers.
+    pub fn reusable_cpus(&self, pod_uid: &str) -> CpuSet {
+        self.cpus_to_reuse.get(pod_uid).cloned().unwrap_or_default()
     }
 
     pub fn reserved(&self) -> &CpuSet {
@@ -151,11 +157,14 @@ impl StaticPolicy {
     }
 
     /// Gives the container its exclusive CPUs when it qualifies.
+    /// `numa_affinity`: the NUMA nodes the topology manager chose (CPUs
+    /// there are taken first).
     pub fn allocate(
         &mut self,
         s: &mut State,
         pod: &Pod,
         container: &Container,
+        numa_affinity: Option<BitMask>,
     ) -> Result<(), CpuManagerError> {
         let num_cpus = guaranteed_cpus(pod, container);
         if num_cpus == 0 {
@@ -179,7 +188,9 @@ impl StaticPolicy {
             return Ok(());
         }
         let reusable = self.cpus_to_reuse.get(uid).cloned().unwrap_or_default();
-        let set = self.allocate_cpus(s, num_cpus, &reusable).inspect_err(|e| {
+        let set = self
+            .allocate_cpus(s, num_cpus, numa_affinity, &reusable)
+            .inspect_err(|e| {
             tracing::error!(err = %e, pod = %pod_name(pod), container_name = %container.name, num_cpus, "Unable to allocate CPUs");
         })?;
         s.set_cpu_set(uid, &container.name, set.clone());
@@ -191,11 +202,25 @@ impl StaticPolicy {
         &self,
         s: &mut State,
         num_cpus: usize,
+        numa_affinity: Option<BitMask>,
         reusable: &CpuSet,
     ) -> Result<CpuSet, CpuManagerError> {
-        tracing::info!(num_cpus, "AllocateCPUs");
+        tracing::info!(num_cpus, socket = ?numa_affinity.map(|m| m.to_string()), "AllocateCPUs");
         let allocatable = self.allocatable_cpus(s).union(reusable);
-        let result = take(&self.topology, self.options, &allocatable, num_cpus)?;
+        let mut result = CpuSet::new();
+        if let Some(mask) = numa_affinity {
+            let in_nodes = self.topology.details.cpus_in_numa_nodes(&mask.bits());
+            let aligned = allocatable.intersection(&in_nodes);
+            let count = num_cpus.min(aligned.len());
+            result = take(&self.topology, self.options, &aligned, count)?;
+        }
+        let rest = take(
+            &self.topology,
+            self.options,
+            &allocatable.difference(&result),
+            num_cpus - result.len(),
+        )?;
+        let result = result.union(&rest);
         s.set_default_cpu_set(s.default_cpu_set().difference(&result));
         tracing::info!(result = %result, "AllocateCPUs");
         Ok(result)

@@ -267,6 +267,7 @@ fn construction_errors_table() {
             &reserved,
             &reservation(cpu),
             "/nonexistent".into(),
+            Default::default(),
         )
         .expect_err(what);
         assert!(err.to_string().contains(want), "{what}: {err}");
@@ -279,6 +280,7 @@ fn construction_errors_table() {
         &CpuSet::new(),
         &no_cpu,
         "/x".into(),
+        Default::default(),
     )
     .unwrap_err();
     assert!(
@@ -300,7 +302,14 @@ fn started(
     } else {
         set(reserved)
     };
-    let m = CpuManager::new(config, machine, &reserved, &reservation(cpu), dir.into())?;
+    let m = CpuManager::new(
+        config,
+        machine,
+        &reserved,
+        &reservation(cpu),
+        dir.into(),
+        Default::default(),
+    )?;
     m.start_blocking(sources, ContainerMap::new())?;
     Ok(m)
 }

@@ -325,6 +325,7 @@ impl KubeGenericRuntimeManager {
     /// the container for a retry).
     pub(super) async fn remove_container(&self, id: &str) -> Result<(), CriError> {
         crate::vlog!(4, container_id = id, "removing container");
+        self.lifecycle.post_stop_container(id);
         self.remove_container_log(id).await?;
         self.runtime.remove_container(id).await
     }

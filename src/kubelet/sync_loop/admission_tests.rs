@@ -300,7 +300,7 @@ async fn resource_allocation_runs_before_the_predicates() {
     use crate::kubelet::sync_loop::testing::FakeCm;
     let mut a = admission(None);
     let cm = FakeCm {
-        refuse_allocation: Some(|| CpuManagerError::NotEnoughCpus),
+        refuse_allocation: Some(|| CpuManagerError::NotEnoughCpus.into()),
         ..Default::default()
     };
     a.resources = Some(super::admission::resource_allocation_admit(Arc::new(cm)));
@@ -315,9 +315,12 @@ async fn resource_allocation_runs_before_the_predicates() {
         )
     );
     let cm = FakeCm {
-        refuse_allocation: Some(|| CpuManagerError::SmtAlignment {
-            requested: 3,
-            cpus_per_core: 2,
+        refuse_allocation: Some(|| {
+            CpuManagerError::SmtAlignment {
+                requested: 3,
+                cpus_per_core: 2,
+            }
+            .into()
         }),
         ..Default::default()
     };
@@ -329,6 +332,20 @@ async fn resource_allocation_runs_before_the_predicates() {
             false,
             "SMTAlignmentError".to_string(),
             "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2".to_string()
+        )
+    );
+    let cm = FakeCm {
+        refuse_allocation: Some(|| crate::cm::admission::AllocationError::TopologyAffinity),
+        ..Default::default()
+    };
+    a.resources = Some(super::admission::resource_allocation_admit(Arc::new(cm)));
+    let r = a.can_admit_pod(&[], &pod("small", "1m")).await;
+    assert_eq!(
+        verdict(r),
+        (
+            false,
+            "TopologyAffinityError".to_string(),
+            "Resources cannot be allocated with Topology locality".to_string()
         )
     );
     a.resources = Some(super::admission::resource_allocation_admit(Arc::new(

@@ -244,7 +244,7 @@ pub struct FakeCm {
     pub machine: MachineInfo,
     pub qos_updates: Mutex<u32>,
     /// What resource allocation at admission fails with, if anything.
-    pub refuse_allocation: Option<fn() -> crate::cm::cpumanager::CpuManagerError>,
+    pub refuse_allocation: Option<fn() -> crate::cm::admission::AllocationError>,
 }
 
 #[async_trait]
@@ -297,7 +297,7 @@ impl ContainerManager for FakeCm {
     fn machine_info(&self) -> &MachineInfo {
         &self.machine
     }
-    fn allocate_resources(&self, _pod: &Pod) -> Result<(), crate::cm::cpumanager::CpuManagerError> {
+    fn allocate_resources(&self, _pod: &Pod) -> Result<(), crate::cm::admission::AllocationError> {
         match self.refuse_allocation {
             Some(e) => Err(e()),
             None => Ok(()),
