@@ -15,9 +15,10 @@ use super::server::KubeletServer;
 use crate::apis::eviction::parse_threshold_config;
 use crate::cadvisor::{HostMachineInfo, MachineInfoProvider};
 use crate::cm::cpumanager::{CpuManagerConfig, OptionGates};
-use crate::cm::topologymanager::TopologyManagerConfig;
 use crate::cm::cpuset::CpuSet;
+use crate::cm::memorymanager::MemoryManagerConfig;
 use crate::cm::node_allocatable::NodeAllocatableConfig;
+use crate::cm::topologymanager::TopologyManagerConfig;
 use crate::cm::{CgroupDriver, CmFeatureGates, HostPaths, NodeConfig, ResourceList};
 use crate::features;
 use crate::util::clock::{Clock, RealClock};
@@ -256,6 +257,7 @@ pub fn node_config(
             local_storage_capacity_isolation: c.local_storage_capacity_isolation,
             cpu_manager: cpu_manager_on,
             topology_manager: gate.enabled(features::TOPOLOGY_MANAGER),
+            memory_manager: gate.enabled(features::MEMORY_MANAGER),
         },
         cpu_manager: CpuManagerConfig {
             policy: c.cpu_manager_policy.clone(),
@@ -269,6 +271,10 @@ pub fn node_config(
         topology_manager: TopologyManagerConfig {
             policy: c.topology_manager_policy.clone(),
             scope: c.topology_manager_scope.clone(),
+        },
+        memory_manager: MemoryManagerConfig {
+            policy: c.memory_manager_policy.clone(),
+            reserved_memory: c.reserved_memory.clone(),
         },
     };
     config.apply_cgroup_root_default();

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::admission::AllocationError;
 use super::capacity::{capacity_from_machine_info, ephemeral_storage_capacity};
 use super::cgroup_manager::{CgroupManager, CgroupManagerImpl};
 use super::cgroup_name::CgroupName;
@@ -13,10 +14,11 @@ use super::cpumanager::CpuManager;
 use super::error::{CmError, blocking};
 use super::helpers::PodResourceOptions;
 use super::host::HostPaths;
-use super::admission::AllocationError;
-use super::internal_lifecycle::{InternalContainerLifecycle, NoopLifecycle, ResourceManagersLifecycle};
-use super::topologymanager::{AffinityStore, HintProvider, TopologyManager};
+use super::internal_lifecycle::{
+    InternalContainerLifecycle, NoopLifecycle, ResourceManagersLifecycle,
+};
 use super::kernel::{self, KernelTunableBehavior};
+use super::memorymanager::MemoryManager;
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED, cgroup_config_for,
     node_allocatable_absolute, node_allocatable_reservation, validate_node_allocatable,
@@ -30,8 +32,9 @@ use super::qos_container_manager::{
     QosSettings, ResourceListFn,
 };
 use super::resources::{CgroupConfig, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_PID, ResourceList};
-use super::start_deps::{CmRuntimeDeps, start_cpu_manager};
+use super::start_deps::{CmRuntimeDeps, start_resource_managers};
 use super::system_containers::{self, SystemContainer};
+use super::topologymanager::{AffinityStore, HintProvider, TopologyManager};
 use crate::cadvisor::{MachineInfo, MachineInfoProvider};
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::{Period, TaskSet};
@@ -136,6 +139,7 @@ struct Inner {
     status: Mutex<Status>,
     kubelet_cgroups: Mutex<String>,
     cpu_manager: Option<Arc<CpuManager>>,
+    memory_manager: Option<Arc<MemoryManager>>,
     topology: Arc<TopologyManager>,
 }
 
@@ -236,6 +240,22 @@ impl ContainerManagerImpl {
         } else {
             None
         };
+        let memory_manager = if config.features.memory_manager {
+            let reservation = node_allocatable_reservation(&capacity, &config.node_allocatable);
+            let memory = MemoryManager::new(
+                &config.memory_manager,
+                &machine_info,
+                &reservation,
+                config.kubelet_root_dir.clone(),
+                affinity.clone(),
+            )
+            .inspect_err(|e| tracing::error!(err = %e, "Failed to initialize memory manager"))?;
+            let memory = Arc::new(memory);
+            providers.push(memory.clone());
+            Some(memory)
+        } else {
+            None
+        };
         let topology = build_topology_manager(&config, &machine_info, affinity, providers)?;
         Ok(ContainerManagerImpl {
             inner: Arc::new(Inner {
@@ -253,6 +273,7 @@ impl ContainerManagerImpl {
                 status: Mutex::new(Status::default()),
                 kubelet_cgroups: Mutex::new(kubelet_cgroups),
                 cpu_manager,
+                memory_manager,
                 topology: Arc::new(topology),
             }),
         })
@@ -464,11 +485,14 @@ impl ContainerManager for ContainerManagerImpl {
         runtime: Option<CmRuntimeDeps>,
     ) -> Result<(), CmError> {
         let inner = self.inner.clone();
-        if let Some(cpu) = &inner.cpu_manager {
-            start_cpu_manager(cpu, tasks, active_pods.clone(), runtime)
-                .await
-                .map_err(|e| CmError::Requirement(format!("start cpu manager error: {e}")))?;
-        }
+        start_resource_managers(
+            inner.cpu_manager.as_ref(),
+            inner.memory_manager.as_ref(),
+            tasks,
+            active_pods.clone(),
+            runtime,
+        )
+        .await?;
         if inner.config.features.local_storage_capacity_isolation {
             let (machine, dir) = (inner.machine.clone(), inner.config.kubelet_root_dir.clone());
             let rootfs = blocking(move || {
@@ -664,6 +688,7 @@ impl ContainerManager for ContainerManagerImpl {
     fn internal_container_lifecycle(&self) -> Arc<dyn InternalContainerLifecycle> {
         Arc::new(ResourceManagersLifecycle {
             cpu: self.inner.cpu_manager.clone(),
+            memory: self.inner.memory_manager.clone(),
             topology: self.inner.topology.clone(),
         })
     }

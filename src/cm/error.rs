@@ -60,12 +60,21 @@ pub enum CmError {
     /// The CPU manager could not be built.
     #[error(transparent)]
     CpuManager(Box<super::cpumanager::CpuManagerError>),
+    /// The memory manager could not be built.
+    #[error(transparent)]
+    MemoryManager(Box<super::memorymanager::MemoryManagerError>),
     /// The topology manager could not be built.
     #[error("failed to initialize topology manager: {0}")]
     TopologyManager(#[source] super::topologymanager::TopologyManagerError),
     /// Machine information could not be gathered.
     #[error(transparent)]
     MachineInfo(#[from] crate::cadvisor::MachineInfoError),
+}
+
+impl From<super::memorymanager::MemoryManagerError> for CmError {
+    fn from(e: super::memorymanager::MemoryManagerError) -> Self {
+        CmError::MemoryManager(Box::new(e))
+    }
 }
 
 impl From<super::cpumanager::CpuManagerError> for CmError {

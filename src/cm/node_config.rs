@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use super::cgroup_manager::CgroupDriver;
 use super::cpumanager::CpuManagerConfig;
-use super::topologymanager::TopologyManagerConfig;
 use super::error::CmError;
+use super::memorymanager::MemoryManagerConfig;
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_NONE, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED,
     NodeAllocatableConfig,
 };
+use super::topologymanager::TopologyManagerConfig;
 
 /// Feature gates the container manager consults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +30,8 @@ pub struct CmFeatureGates {
     pub cpu_manager: bool,
     /// TopologyManager (beta, on): admission aligns the managers' resources.
     pub topology_manager: bool,
+    /// MemoryManager (beta, on): the memory manager runs.
+    pub memory_manager: bool,
 }
 
 impl Default for CmFeatureGates {
@@ -40,6 +43,7 @@ impl Default for CmFeatureGates {
             local_storage_capacity_isolation: true,
             cpu_manager: true,
             topology_manager: true,
+            memory_manager: true,
         }
     }
 }
@@ -82,6 +86,8 @@ pub struct NodeConfig {
     pub cpu_manager: CpuManagerConfig,
     /// `topologyManagerPolicy` and `topologyManagerScope`.
     pub topology_manager: TopologyManagerConfig,
+    /// `memoryManagerPolicy` and `reservedMemory`.
+    pub memory_manager: MemoryManagerConfig,
 }
 
 impl Default for NodeConfig {
@@ -109,6 +115,10 @@ impl Default for NodeConfig {
             features: CmFeatureGates::default(),
             cpu_manager: CpuManagerConfig::default(),
             topology_manager: TopologyManagerConfig::default(),
+            memory_manager: MemoryManagerConfig {
+                policy: super::memorymanager::POLICY_NONE.into(),
+                reserved_memory: Vec::new(),
+            },
         }
     }
 }

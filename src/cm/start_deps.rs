@@ -1,5 +1,6 @@
 //! What the container manager needs from the rest of the kubelet once the
-//! runtime is up (the CPU manager's inputs), and the CPU manager's start.
+//! runtime is up (the resource managers' inputs), and the CPU and memory
+//! managers' start.
 
 use std::sync::Arc;
 
@@ -7,6 +8,8 @@ use super::cpumanager::{
     ContainerMap, CpuManager, CpuManagerError, CpuManagerSources, CriCpusetUpdater, PodStatusFn,
     SourcesReadyFn,
 };
+use super::error::CmError;
+use super::memorymanager::{MemoryManager, MemoryManagerError, MemoryManagerSources};
 use super::qos_container_manager::ActivePodsFn;
 use crate::cri::RuntimeService;
 use crate::util::clock::Clock;
@@ -43,28 +46,68 @@ async fn container_map(runtime: &dyn RuntimeService) -> Result<ContainerMap, Cpu
         .collect())
 }
 
+/// Starts the CPU manager, then the memory manager (Go's order), each from
+/// its state file; with the static CPU policy, the reconcile loop on `tasks`.
+pub(super) async fn start_resource_managers(
+    cpu: Option<&Arc<CpuManager>>,
+    memory: Option<&Arc<MemoryManager>>,
+    tasks: &TaskSet,
+    active_pods: ActivePodsFn,
+    deps: Option<CmRuntimeDeps>,
+) -> Result<(), CmError> {
+    let initial = match &deps {
+        Some(d) => container_map(d.runtime.as_ref())
+            .await
+            .map_err(|e| CmError::Requirement(format!("start cpu manager error: {e}")))?,
+        None => ContainerMap::new(),
+    };
+    if let Some(cpu) = cpu {
+        start_cpu_manager(
+            cpu,
+            tasks,
+            active_pods.clone(),
+            deps.clone(),
+            initial.clone(),
+        )
+        .await
+        .map_err(|e| CmError::Requirement(format!("start cpu manager error: {e}")))?;
+    }
+    if let Some(memory) = memory {
+        let sources = deps.map(|d| MemoryManagerSources {
+            active_pods,
+            sources_ready: d.sources_ready,
+        });
+        let me = memory.clone();
+        tokio::task::spawn_blocking(move || me.start_blocking(sources, initial))
+            .await
+            .map_err(|e| MemoryManagerError::Join(e.to_string()))
+            .and_then(|r| r)
+            .map_err(|e| CmError::Requirement(format!("start memory manager error: {e}")))?;
+    }
+    Ok(())
+}
+
 /// Starts the CPU manager: state from its file, then (static policy) the
 /// reconcile loop on `tasks`.
-pub(super) async fn start_cpu_manager(
+async fn start_cpu_manager(
     cpu: &Arc<CpuManager>,
     tasks: &TaskSet,
     active_pods: ActivePodsFn,
     deps: Option<CmRuntimeDeps>,
+    initial: ContainerMap,
 ) -> Result<(), CpuManagerError> {
-    let (sources, initial, clock) = match deps {
+    let (sources, clock) = match deps {
         Some(d) => {
-            let initial = container_map(d.runtime.as_ref()).await?;
             let sources = CpuManagerSources {
                 active_pods,
                 sources_ready: d.sources_ready,
                 pod_status: d.pod_status,
                 runtime: Arc::new(CriCpusetUpdater(d.runtime)),
             };
-            (Some(sources), initial, d.clock)
+            (Some(sources), d.clock)
         }
         None => (
             None,
-            ContainerMap::new(),
             Arc::new(crate::util::clock::RealClock) as Arc<dyn Clock>,
         ),
     };

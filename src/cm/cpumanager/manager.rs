@@ -2,7 +2,7 @@
 //! its state at start, allocates at admission, tells container creation
 //! which cpuset to use, and keeps running containers on their cpusets.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -16,9 +16,10 @@ use super::reconcile::CpusetUpdater;
 use super::state::{ContainerMap, State};
 use super::topology::CpuTopology;
 use crate::cadvisor::MachineInfo;
+use crate::cm::admission::AllocationError;
+use crate::cm::containermap::{active_containers, stale};
 use crate::cm::cpuset::CpuSet;
 use crate::cm::qos_container_manager::ActivePodsFn;
-use crate::cm::admission::AllocationError;
 use crate::cm::resources::{RESOURCE_CPU, ResourceList};
 use crate::cm::topologymanager::{AffinityStore, HintProvider, ProviderHints};
 
@@ -281,33 +282,14 @@ impl CpuManager {
         if !(sources.sources_ready)() {
             return;
         }
-        let mut pods = (sources.active_pods)();
-        if let Some(p) = &inner.pending_admission {
-            pods.push(p.clone());
-        }
-        let mut active: HashMap<String, Vec<String>> = HashMap::new();
-        for pod in &pods {
-            let names = active
-                .entry(pod.metadata.uid.clone().unwrap_or_default())
-                .or_default();
-            if let Some(spec) = &pod.spec {
-                for c in spec
-                    .init_containers
-                    .iter()
-                    .flatten()
-                    .chain(&spec.containers)
-                {
-                    names.push(c.name.clone());
-                }
-            }
-        }
-        let stale: Vec<(String, String)> = inner
+        let pods = (sources.active_pods)();
+        let active = active_containers(&pods, inner.pending_admission.as_ref());
+        let assigned = inner
             .state
             .assignments()
             .iter()
-            .flat_map(|(uid, cs)| cs.keys().map(move |c| (uid.clone(), c.clone())))
-            .filter(|(uid, c)| !active.get(uid).is_some_and(|names| names.contains(c)))
-            .collect();
+            .flat_map(|(uid, cs)| cs.keys().map(move |c| (uid, c)));
+        let stale = stale(assigned, &active);
         for (uid, name) in stale {
             tracing::error!(pod_uid = %uid, container_name = %name, "RemoveStaleState: removing container");
             inner.remove_by_ref(&uid, &name);

@@ -99,6 +99,13 @@ impl AffinityStore {
             .unwrap_or_default()
     }
 
+    /// Records an affinity as the topology manager would (tests of the
+    /// providers).
+    #[cfg(test)]
+    pub fn set_for_test(&self, pod_uid: &str, container: &str, hint: TopologyHint) {
+        self.set(pod_uid, container, hint);
+    }
+
     pub(super) fn set(&self, pod_uid: &str, container: &str, hint: TopologyHint) {
         self.lock()
             .by_pod
