@@ -189,10 +189,26 @@ async fn static_policy_pins_guaranteed_containers_and_keeps_go_state() {
     dirs.remove_manifest("besteffort.yaml");
     kubelet.stop().await.expect("clean stop");
 
-    // The state file is the static policy's: a kubelet configured with
-    // another policy refuses to start, as Go's does.
-    let cfg = config(&dirs, &root, p, "cpuManagerPolicy: none\n");
-    let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, "cpu-node"), |s| deps(&dirs, s));
+    // The state file is the static policy's and assigns nothing now: a
+    // kubelet configured with another policy starts from a fresh state
+    // (Go would refuse until someone deletes the file).
+    let none = config(&dirs, &root, p, "cpuManagerPolicy: none\n");
+    let kubelet = Kubelet::start(args(&dirs, &rig, &none, "cpu-node"), |s| deps(&dirs, s));
+    support::eventually(WAIT, || async {
+        state().contains(r#""policyName":"none""#).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("none policy's state; have {:?}", state()));
+    kubelet.stop().await.expect("clean stop");
+
+    // One that still assigns CPUs is refused, with Go's message.
+    let mut pinned = CpuManagerCheckpoint::new("static", "0");
+    pinned.entries.get_or_insert_with(Default::default).insert(
+        "some-pod".into(),
+        [("c".to_string(), "1".to_string())].into(),
+    );
+    std::fs::write(&state_path, pinned.marshal().unwrap()).unwrap();
+    let kubelet = Kubelet::start(args(&dirs, &rig, &none, "cpu-node"), |s| deps(&dirs, s));
     let result = tokio::time::timeout(WAIT, kubelet.handle)
         .await
         .expect("run() returns")
@@ -207,7 +223,8 @@ async fn static_policy_pins_guaranteed_containers_and_keeps_go_state() {
 }
 
 /// Start-up refuses what Go refuses: static without a reservation, an
-/// unknown option (the field named).
+/// unknown option, a reservedMemory that does not add up or names a NUMA
+/// node the machine lacks (the field named).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn static_policy_refuses_bad_configurations_at_start_up() {
     if !support::cgroup_mounts()
@@ -218,7 +235,7 @@ async fn static_policy_refuses_bad_configurations_at_start_up() {
         return;
     }
     let _serial = SERIAL.lock().await;
-    let cases: [(&str, &str); 2] = [
+    let cases: [(&str, &str); 4] = [
         (
             "cpuManagerPolicy: static\n",
             // Go leaves zero reservations out of the reservation list, so
@@ -228,6 +245,14 @@ async fn static_policy_refuses_bad_configurations_at_start_up() {
         (
             "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\ncpuManagerPolicyOptions: {bogus: \"true\"}\n",
             "new static policy error: cpuManagerPolicyOptions (--cpu-manager-policy-options): unknown CPU Manager Policy option: \"bogus\"",
+        ),
+        (
+            "memoryManagerPolicy: Static\nreservedMemory:\n- numaNode: 0\n  limits: {memory: 50Mi}\n",
+            "reservedMemory: the total amount \"50Mi\" of type \"memory\" is not equal to the value \"100Mi\" determined by Node Allocatable feature",
+        ),
+        (
+            "memoryManagerPolicy: Static\nreservedMemory:\n- numaNode: 7\n  limits: {memory: 100Mi}\n",
+            "reservedMemory: the reserved memory configuration references a NUMA node 7 that does not exist on this machine",
         ),
     ];
     for (extra, want) in cases {
@@ -257,4 +282,174 @@ async fn static_policy_refuses_bad_configurations_at_start_up() {
         let err = result.expect_err(extra).to_string();
         assert!(err.contains(want), "{extra}: {err}");
     }
+}
+
+/// `linux.resources.cpu.mems` of the OCI spec containerd made.
+fn spec_mems(info: &std::collections::HashMap<String, String>) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(info.get("info")?).ok()?;
+    v["runtimeSpec"]["linux"]["resources"]["cpu"]["mems"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The reference directory's files, as the Go kubelet wrote them.
+const GO_CPU_STATE: &str =
+    include_str!("fixtures/go-kubelet-examples/resource-managers/cpu_manager_state");
+const GO_MEMORY_STATE: &str =
+    include_str!("fixtures/go-kubelet-examples/resource-managers/memory_manager_state");
+const GO_POD_UID: &str = "d5728e25ce604581f166177c6cfb23d0";
+
+/// Go's memory_manager_state with node 0's memory as this machine has it
+/// (the Go kubelet, too, refuses a state that does not match the machine).
+fn go_memory_state_for_this_machine(node0_bytes: u64) -> String {
+    use kubelet::cm::memorymanager::checkpoint::MemoryManagerCheckpoint;
+    let mut cp = MemoryManagerCheckpoint::unmarshal(GO_MEMORY_STATE.trim().as_bytes()).unwrap();
+    let node = cp.machine_state.as_mut().unwrap().get_mut("0").unwrap();
+    let mem = node.memory_map.get_mut("memory").unwrap();
+    mem.total = node0_bytes;
+    mem.allocatable = node0_bytes - mem.system_reserved;
+    mem.free = mem.allocatable - mem.reserved;
+    String::from_utf8(cp.marshal().unwrap()).unwrap()
+}
+
+/// The reference configuration (static CPU policy, Static memory policy,
+/// single-numa-node) over the Go kubelet's state files: they load, the
+/// pinned container keeps CPU 1 and NUMA node 0, the shared pool is "0",
+/// the files stay as Go wrote them, and a pod asking for CPU that is left
+/// to no one is refused with Go's reason and message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_config_loads_go_state_and_aligns_cpu_and_memory() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let node0 = std::fs::read_to_string("/sys/devices/system/node/node0/meminfo").ok();
+    let one_node = !std::path::Path::new("/sys/devices/system/node/node1").exists();
+    let (Some(node0), true, "0-1") = (node0, one_node, online.trim()) else {
+        eprintln!("skipping: written for a 2-CPU, one-NUMA-node machine");
+        return;
+    };
+    let kib: u64 = node0
+        .lines()
+        .find(|l| l.contains("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
+        .expect("node0 MemTotal");
+    let _serial = SERIAL.lock().await;
+    let Some(rig) = Containerd::start("e2e_resource_managers") else {
+        return;
+    };
+    let dirs = NodeDirs::new();
+    let root = make_cgroup_root(&rig, "resmgr");
+    let p = Ports {
+        main: 22300,
+        read_only: 22301,
+        healthz: 22302,
+    };
+    let memory_state = go_memory_state_for_this_machine(kib * 1024);
+    let state_dir = dirs.path("root");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    std::fs::write(state_dir.join("cpu_manager_state"), GO_CPU_STATE.trim()).unwrap();
+    std::fs::write(state_dir.join("memory_manager_state"), &memory_state).unwrap();
+    let cfg = config(
+        &dirs,
+        &root,
+        p,
+        "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\nmemoryManagerPolicy: Static\nreservedMemory:\n- numaNode: 0\n  limits: {memory: 100Mi}\ntopologyManagerPolicy: single-numa-node\n",
+    );
+    let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, "ref-node"), |s| deps(&dirs, s));
+    let guaranteed = manifest(
+        "guaranteed",
+        "pinned",
+        "    resources: {limits: {cpu: '1', memory: 64Mi}, requests: {cpu: '1', memory: 64Mi}}\n",
+    )
+    .replace(
+        "  namespace: default\n",
+        &format!("  namespace: default\n  uid: {GO_POD_UID}\n"),
+    );
+    dirs.write_manifest("guaranteed.yaml", &guaranteed);
+    dirs.write_manifest(
+        "burstable.yaml",
+        &manifest(
+            "burstable",
+            "bu",
+            "    resources: {requests: {memory: 16Mi}}\n",
+        ),
+    );
+    dirs.write_manifest("besteffort.yaml", &manifest("besteffort", "be", ""));
+    let mut ids = Vec::new();
+    for (pod, c) in [
+        ("guaranteed", "pinned"),
+        ("burstable", "bu"),
+        ("besteffort", "be"),
+    ] {
+        let got = wait_pod(
+            p.read_only,
+            &format!("{pod}-ref-node"),
+            WAIT,
+            "Running",
+            |x| is_running(x, c),
+        )
+        .await;
+        ids.push(container_id(&got, c).expect("container id"));
+    }
+    assert_eq!(
+        uid(
+            &wait_pod(p.read_only, "guaranteed-ref-node", WAIT, "Running", |_| {
+                true
+            })
+            .await
+        ),
+        GO_POD_UID
+    );
+    // What reached the runtime, as the reference table shows it.
+    let rt = cri(&rig).await;
+    let mut got = Vec::new();
+    for id in &ids {
+        let status = rt.container_status(id, true).await.expect("status");
+        got.push((spec_cpus(&status.info), spec_mems(&status.info)));
+    }
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        got,
+        vec![(s("1"), s("0")), (s("0"), None), (s("0"), None)],
+        "pinned, burstable, best-effort"
+    );
+    support::eventually(WAIT, || async {
+        (container_cpuset(&root, &ids[2]).as_deref() == Some("0")).then_some(())
+    })
+    .await
+    .expect("best-effort on the shared pool");
+    // The files are still the ones Go wrote (checksums included).
+    let read = |name: &str| std::fs::read_to_string(state_dir.join(name)).unwrap_or_default();
+    assert_eq!(read("cpu_manager_state"), GO_CPU_STATE.trim());
+    assert_eq!(read("memory_manager_state"), memory_state);
+
+    // No CPU is left to a second Guaranteed pod: Go's reason and message.
+    dirs.write_manifest(
+        "more.yaml",
+        &manifest(
+            "more",
+            "c",
+            "    resources: {limits: {cpu: 100m, memory: 16Mi}, requests: {cpu: 100m, memory: 16Mi}}\n",
+        ),
+    );
+    let more = wait_pod(p.read_only, "more-ref-node", WAIT, "Failed", |x| {
+        phase(x) == "Failed"
+    })
+    .await;
+    let st = more.status.clone().unwrap_or_default();
+    assert_eq!(st.reason.as_deref(), Some("UnexpectedAdmissionError"));
+    assert_eq!(
+        st.message.as_deref(),
+        Some(
+            "Pod Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [(res: cpu, q: 100), ]"
+        )
+    );
+    for m in [
+        "more.yaml",
+        "guaranteed.yaml",
+        "burstable.yaml",
+        "besteffort.yaml",
+    ] {
+        dirs.remove_manifest(m);
+    }
+    kubelet.stop().await.expect("clean stop");
 }

@@ -23,6 +23,8 @@ pub mod topology_hints;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod topology_tests;
 
 pub use error::CpuManagerError;
 pub use manager::{

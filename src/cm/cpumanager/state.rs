@@ -33,9 +33,11 @@ impl State {
         State::default()
     }
 
-    /// Restores `dir/cpu_manager_state` for `policy_name` (or creates it);
-    /// a file of another policy, a corrupt one or one that does not parse
-    /// is refused with Go's advice to drain the node and delete it.
+    /// Restores `dir/cpu_manager_state` for `policy_name` (or creates it).
+    /// A file of another policy that assigns no CPU is replaced (Go refuses
+    /// it and the node stays down until someone deletes it); one with
+    /// assignments, a corrupt one or one that does not parse is refused
+    /// with Go's advice to drain the node and delete it.
     pub fn checkpointed(
         dir: &Path,
         policy_name: &str,
@@ -75,6 +77,14 @@ impl State {
             Ok(v1) => migrate_v1(v1, initial)?,
             Err(_) => CpuManagerCheckpoint::unmarshal(&blob)?,
         };
+        let assigns_nothing = checkpoint
+            .entries
+            .as_ref()
+            .is_none_or(|e| e.values().all(BTreeMap::is_empty));
+        if checkpoint.policy_name != policy_name && assigns_nothing {
+            tracing::warn!(configured = policy_name, checkpoint = %checkpoint.policy_name, path = %path.display(), "CPU manager state file of another policy holds no assignments; starting from a fresh state");
+            return self.store();
+        }
         if checkpoint.policy_name != policy_name {
             return Err(CpuManagerError::PolicyMismatch {
                 configured: policy_name.into(),

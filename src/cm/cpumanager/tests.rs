@@ -31,7 +31,12 @@ fn write(root: &Path, rel: &str, content: &str) {
 /// A fake sysfs: `sockets` packages, `numa_per_socket` nodes each, `cores`
 /// cores per node, `threads` per core. CPU ids as Linux numbers them on
 /// such machines: first threads of every core, then the siblings.
-fn sysfs_machine(sockets: u32, numa_per_socket: u32, cores: u32, threads: u32) -> MachineInfo {
+pub(super) fn sysfs_machine(
+    sockets: u32,
+    numa_per_socket: u32,
+    cores: u32,
+    threads: u32,
+) -> MachineInfo {
     let dir = tempfile::tempdir().unwrap();
     let sys = dir.path();
     let total_cores = sockets * numa_per_socket * cores;
@@ -71,7 +76,7 @@ fn topo(sockets: u32, numa: u32, cores: u32, threads: u32) -> CpuTopology {
     CpuTopology::discover(&sysfs_machine(sockets, numa, cores, threads)).unwrap()
 }
 
-fn set(text: &str) -> CpuSet {
+pub(super) fn set(text: &str) -> CpuSet {
     CpuSet::parse(text).unwrap()
 }
 
@@ -143,7 +148,7 @@ fn take_by_topology_table() {
     }
 }
 
-fn container(name: &str, cpu: Option<&str>, memory: Option<&str>) -> serde_json::Value {
+pub(super) fn container(name: &str, cpu: Option<&str>, memory: Option<&str>) -> serde_json::Value {
     let mut res = serde_json::Map::new();
     if let Some(c) = cpu {
         res.insert("cpu".into(), c.into());
@@ -158,7 +163,11 @@ fn container(name: &str, cpu: Option<&str>, memory: Option<&str>) -> serde_json:
     })
 }
 
-fn pod(uid: &str, init: Vec<serde_json::Value>, containers: Vec<serde_json::Value>) -> Pod {
+pub(super) fn pod(
+    uid: &str,
+    init: Vec<serde_json::Value>,
+    containers: Vec<serde_json::Value>,
+) -> Pod {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": format!("pod-{uid}"), "namespace": "default", "uid": uid},
         "spec": {"initContainers": init, "containers": containers},
@@ -174,11 +183,11 @@ fn besteffort(uid: &str) -> Pod {
     .unwrap()
 }
 
-fn reservation(cpu: &str) -> ResourceList {
+pub(super) fn reservation(cpu: &str) -> ResourceList {
     [("cpu".to_string(), cpu.parse::<Quantity>().unwrap())].into()
 }
 
-fn static_config(options: &[(&str, &str)]) -> CpuManagerConfig {
+pub(super) fn static_config(options: &[(&str, &str)]) -> CpuManagerConfig {
     CpuManagerConfig {
         policy: "static".into(),
         options: options
@@ -190,7 +199,7 @@ fn static_config(options: &[(&str, &str)]) -> CpuManagerConfig {
     }
 }
 
-fn c_of(p: &Pod, name: &str) -> Container {
+pub(super) fn c_of(p: &Pod, name: &str) -> Container {
     let spec = p.spec.as_ref().unwrap();
     spec.init_containers
         .iter()
@@ -396,6 +405,18 @@ fn static_policy_writes_go_state() {
         ),
         "{err}"
     );
+    // Another policy's file that assigns nothing is replaced, not refused.
+    std::fs::write(&path, cp.marshal().unwrap()).unwrap();
+    started(
+        &CpuManagerConfig::default(),
+        &two,
+        "",
+        "1",
+        dir.path(),
+        None,
+    )
+    .unwrap();
+    assert!(state_file(dir.path()).starts_with(r#"{"policyName":"none","defaultCpuSet":"","#));
 }
 
 #[test]

@@ -13,7 +13,9 @@ use crate::cm::resources::ResourceList;
 use crate::cm::topologymanager::{AffinityStore, BitMask, HintProvider, TopologyHint};
 
 /// The file the Go kubelet wrote with the reference pods running.
-const GO_STATE: &str = r#"{"policyName":"Static","machineState":{"0":{"numberOfAssignments":1,"memoryMap":{"hugepages-1Gi":{"total":0,"systemReserved":0,"allocatable":0,"reserved":0,"free":0},"hugepages-2Mi":{"total":0,"systemReserved":0,"allocatable":0,"reserved":0,"free":0},"memory":{"total":13516369920,"systemReserved":104857600,"allocatable":13411512320,"reserved":67108864,"free":13344403456}},"cells":[0]}},"entries":{"d5728e25ce604581f166177c6cfb23d0":{"pinned":[{"numaAffinity":[0],"type":"memory","size":67108864}]}},"checksum":1903701171}"#;
+const GO_STATE: &str = include_str!(
+    "../../../tests/fixtures/go-kubelet-examples/resource-managers/memory_manager_state"
+);
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
