@@ -43,7 +43,7 @@ pub struct MemoryManagerSources {
 #[derive(Debug)]
 enum Policy {
     None,
-    Static(StaticPolicy),
+    Static(Box<StaticPolicy>),
 }
 
 struct Inner {
@@ -89,7 +89,7 @@ impl MemoryManager {
                     system_reserved_memory(machine, node_reservation, &config.reserved_memory)?;
                 (
                     POLICY_STATIC,
-                    Policy::Static(StaticPolicy::new(machine, reserved)?),
+                    Policy::Static(Box::new(StaticPolicy::new(machine, reserved)?)),
                 )
             }
             other => return Err(MemoryManagerError::UnknownPolicy(other.into())),

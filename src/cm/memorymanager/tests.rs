@@ -50,7 +50,10 @@ fn go_checkpoint_loads_and_is_rewritten_byte_for_byte() {
     ));
 }
 
-fn machine(nodes: &[(u32, u64, &[(u64, u64)])]) -> MachineInfo {
+/// A NUMA node: id, bytes, (huge page KiB, pages).
+type NodeSpec<'a> = (u32, u64, &'a [(u64, u64)]);
+
+fn machine(nodes: &[NodeSpec]) -> MachineInfo {
     MachineInfo {
         num_cores: 2,
         topology: nodes
