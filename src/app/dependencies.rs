@@ -267,6 +267,11 @@ pub fn node_config(
                 alpha: gate.enabled(features::CPU_MANAGER_POLICY_ALPHA_OPTIONS),
                 beta: gate.enabled(features::CPU_MANAGER_POLICY_BETA_OPTIONS),
             },
+            topology_policy: if gate.enabled(features::TOPOLOGY_MANAGER) {
+                c.topology_manager_policy.clone()
+            } else {
+                "none".into()
+            },
         },
         topology_manager: TopologyManagerConfig {
             policy: c.topology_manager_policy.clone(),

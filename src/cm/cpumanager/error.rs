@@ -41,6 +41,9 @@ pub enum CpuManagerError {
     /// An option whose feature gate is off.
     #[error("CPU Manager Policy {level}-level Options not enabled, but option {option:?} provided")]
     OptionGateOff { level: &'static str, option: String },
+    /// `align-by-socket` does not fit the machine or the topology policy.
+    #[error("{0}")]
+    AlignBySocket(String),
     /// An option value that is not a boolean.
     #[error("bad value for option {name:?}: strconv.ParseBool: parsing {value:?}: invalid syntax")]
     OptionValue { name: String, value: String },

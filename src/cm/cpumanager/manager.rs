@@ -41,6 +41,8 @@ pub struct CpuManagerConfig {
     pub reconcile_period: Duration,
     /// The gates of the option levels.
     pub option_gates: OptionGates,
+    /// The topology manager's policy (some options depend on it).
+    pub topology_policy: String,
 }
 
 impl Default for CpuManagerConfig {
@@ -50,6 +52,7 @@ impl Default for CpuManagerConfig {
             options: BTreeMap::new(),
             reconcile_period: Duration::from_secs(10),
             option_gates: OptionGates::default(),
+            topology_policy: crate::cm::topologymanager::policy::POLICY_NONE.into(),
         }
     }
 }
@@ -141,6 +144,7 @@ impl CpuManager {
                     reserved_cpus,
                     &config.options,
                     config.option_gates,
+                    &config.topology_policy,
                 )
                 .map_err(|e| CpuManagerError::NewStaticPolicy(Box::new(e)))?;
                 (POLICY_STATIC, Policy::Static(policy))

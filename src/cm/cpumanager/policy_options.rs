@@ -7,8 +7,9 @@ use super::error::CpuManagerError;
 
 pub const FULL_PCPUS_ONLY_OPTION: &str = "full-pcpus-only";
 pub const DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION: &str = "distribute-cpus-across-numa";
+pub const ALIGN_BY_SOCKET_OPTION: &str = "align-by-socket";
 
-const ALPHA_OPTIONS: &[&str] = &[DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION];
+const ALPHA_OPTIONS: &[&str] = &[DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION, ALIGN_BY_SOCKET_OPTION];
 const BETA_OPTIONS: &[&str] = &[FULL_PCPUS_ONLY_OPTION];
 
 /// The feature gates the options depend on.
@@ -62,6 +63,9 @@ pub struct StaticPolicyOptions {
     /// `distribute-cpus-across-numa`: requests spanning NUMA nodes are
     /// spread evenly over them.
     pub distribute_cpus_across_numa: bool,
+    /// `align-by-socket`: NUMA hints widen to whole sockets, and hints
+    /// spanning the fewest sockets are preferred.
+    pub align_by_socket: bool,
 }
 
 /// Go's strconv.ParseBool.
@@ -89,6 +93,7 @@ impl StaticPolicyOptions {
                 DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION => {
                     opts.distribute_cpus_across_numa = parse_bool(name, value)?
                 }
+                ALIGN_BY_SOCKET_OPTION => opts.align_by_socket = parse_bool(name, value)?,
                 _ => {
                     return Err(CpuManagerError::UnsupportedOption {
                         name: name.clone(),
@@ -98,6 +103,29 @@ impl StaticPolicyOptions {
             }
         }
         Ok(opts)
+    }
+
+    /// Options that do not fit the machine or the topology manager's
+    /// policy (Go's ValidateStaticPolicyOptions).
+    pub fn validate(
+        &self,
+        topology: &super::topology::CpuTopology,
+        topology_policy: &str,
+    ) -> Result<(), CpuManagerError> {
+        if !self.align_by_socket {
+            return Ok(());
+        }
+        if topology_policy == crate::cm::topologymanager::policy::POLICY_SINGLE_NUMA_NODE {
+            return Err(CpuManagerError::AlignBySocket(format!(
+                "Topolgy manager {topology_policy} policy is incompatible with CPUManager {ALIGN_BY_SOCKET_OPTION} policy option"
+            )));
+        }
+        if topology.num_sockets > topology.num_numa_nodes {
+            return Err(CpuManagerError::AlignBySocket(
+                "Align by socket is not compatible with hardware where number of sockets are more than number of NUMA".into(),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -53,9 +53,11 @@ impl StaticPolicy {
         reserved_cpus: &CpuSet,
         options: &BTreeMap<String, String>,
         gates: OptionGates,
+        topology_policy: &str,
     ) -> Result<Self, CpuManagerError> {
         let options = StaticPolicyOptions::new(options, gates)
             .map_err(|e| CpuManagerError::Options(Box::new(e)))?;
+        options.validate(&topology, topology_policy)?;
         tracing::info!(options = ?options, "Static policy created with configuration");
         let reserved = if !reserved_cpus.is_empty() {
             reserved_cpus.clone()
@@ -80,6 +82,10 @@ impl StaticPolicy {
     /// CPUs the pod's init containers held, free for its other containers.
     pub fn reusable_cpus(&self, pod_uid: &str) -> CpuSet {
         self.cpus_to_reuse.get(pod_uid).cloned().unwrap_or_default()
+    }
+
+    pub fn options(&self) -> StaticPolicyOptions {
+        self.options
     }
 
     pub fn reserved(&self) -> &CpuSet {
@@ -209,7 +215,13 @@ impl StaticPolicy {
         let allocatable = self.allocatable_cpus(s).union(reusable);
         let mut result = CpuSet::new();
         if let Some(mask) = numa_affinity {
-            let in_nodes = self.topology.details.cpus_in_numa_nodes(&mask.bits());
+            let details = &self.topology.details;
+            let in_nodes = if self.options.align_by_socket {
+                let sockets = details.sockets_in_numa_nodes(&mask.bits()).to_vec();
+                details.cpus_in_sockets(&sockets)
+            } else {
+                details.cpus_in_numa_nodes(&mask.bits())
+            };
             let aligned = allocatable.intersection(&in_nodes);
             let count = num_cpus.min(aligned.len());
             result = take(&self.topology, self.options, &aligned, count)?;

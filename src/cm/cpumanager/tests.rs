@@ -196,6 +196,7 @@ pub(super) fn static_config(options: &[(&str, &str)]) -> CpuManagerConfig {
             .collect(),
         reconcile_period: Duration::from_secs(10),
         option_gates: OptionGates::default(),
+        topology_policy: "none".into(),
     }
 }
 

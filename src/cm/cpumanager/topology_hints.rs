@@ -127,14 +127,29 @@ impl StaticPolicy {
                 hints.push(TopologyHint::new(mask, false));
             }
         });
+        let align_by_socket = self.options().align_by_socket;
         for hint in &mut hints {
-            if hint
-                .numa_node_affinity
-                .is_some_and(|m| m.count() == min_size)
-            {
-                hint.preferred = true;
-            }
+            let Some(mask) = hint.numa_node_affinity else {
+                continue;
+            };
+            hint.preferred = (align_by_socket && self.socket_aligned(mask, min_size))
+                || mask.count() == min_size;
         }
         hints
+    }
+
+    /// Whether the hint's nodes span as few sockets as the smallest
+    /// fitting set of nodes needs (`align-by-socket`).
+    fn socket_aligned(&self, mask: BitMask, min_size: u32) -> bool {
+        let topo = self.topology();
+        let per_socket = topo
+            .num_numa_nodes
+            .checked_div(topo.num_sockets)
+            .unwrap_or(0);
+        if per_socket == 0 {
+            return false;
+        }
+        let min_sockets = (min_size as usize).div_ceil(per_socket);
+        topo.details.sockets_in_numa_nodes(&mask.bits()).len() == min_sockets
     }
 }

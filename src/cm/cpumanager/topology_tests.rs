@@ -19,7 +19,15 @@ use crate::cm::topologymanager::{
 
 fn policy(sockets: u32, numa: u32, cores: u32, threads: u32) -> StaticPolicy {
     let topo = CpuTopology::discover(&sysfs_machine(sockets, numa, cores, threads)).unwrap();
-    StaticPolicy::new(topo, 1, &set("0"), &BTreeMap::new(), OptionGates::default()).unwrap()
+    StaticPolicy::new(
+        topo,
+        1,
+        &set("0"),
+        &BTreeMap::new(),
+        OptionGates::default(),
+        "none",
+    )
+    .unwrap()
 }
 
 fn hints_text(p: &StaticPolicy, available: &CpuSet, request: usize) -> Vec<String> {
@@ -176,4 +184,51 @@ fn best_effort_admits_what_cannot_be_aligned() {
     tm.admit(&big).unwrap();
     assert_eq!(cpu.exclusive_cpus("big", "c").len(), 7);
     assert_eq!(memory.memory_numa_nodes("big", "c"), vec![0, 1]);
+}
+
+#[test]
+fn align_by_socket_widens_hints_and_allocation_to_sockets() {
+    let gates = OptionGates {
+        alpha: true,
+        beta: true,
+    };
+    let options: BTreeMap<String, String> =
+        [("align-by-socket".to_string(), "true".to_string())].into();
+    // 2 sockets × 2 NUMA nodes × 2 cores × 1 thread: node n holds 2n, 2n+1.
+    let topo = CpuTopology::discover(&sysfs_machine(2, 2, 2, 1)).unwrap();
+    let p = StaticPolicy::new(topo.clone(), 1, &set("0"), &options, gates, "best-effort").unwrap();
+    let all = p.topology().details.cpus();
+    // 3 CPUs: no single node fits, so every pair is the narrowest and
+    // preferred with or without the option; the triples are not.
+    let got = hints_text(&p, &all, 3);
+    let preferred: Vec<&String> = got.iter().filter(|h| !h.ends_with('!')).collect();
+    assert_eq!(preferred, ["01", "02", "03", "12", "13", "23"]);
+    let plain =
+        StaticPolicy::new(topo.clone(), 1, &set("0"), &BTreeMap::new(), gates, "none").unwrap();
+    assert_eq!(hints_text(&plain, &all, 3), got);
+    // 1 CPU: single nodes are the narrowest; a pair inside one socket is
+    // socket aligned too.
+    let got = hints_text(&p, &all, 1);
+    assert!(
+        got.contains(&"01".to_string()) && got.contains(&"23".to_string()),
+        "{got:?}"
+    );
+    assert!(got.contains(&"02!".to_string()), "{got:?}");
+    assert!(!hints_text(&plain, &all, 1).contains(&"01".to_string()));
+
+    // Refused with single-numa-node, and where sockets outnumber nodes.
+    let err =
+        StaticPolicy::new(topo, 1, &set("0"), &options, gates, "single-numa-node").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Topolgy manager single-numa-node policy is incompatible with CPUManager align-by-socket policy option"
+    );
+    let mut odd = CpuTopology::discover(&sysfs_machine(2, 1, 2, 1)).unwrap();
+    odd.num_numa_nodes = 1;
+    let err = StaticPolicy::new(odd, 1, &set("0"), &options, gates, "none").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("Align by socket is not compatible"),
+        "{err}"
+    );
 }
