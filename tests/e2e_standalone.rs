@@ -114,6 +114,7 @@ async fn manifest_lifecycle_edit_and_graceful_removal() {
     let annotations = first.metadata.annotations.clone().unwrap_or_default();
     assert_eq!(annotations["kubernetes.io/config.source"], "file");
     assert_eq!(annotations["kubernetes.io/config.hash"], uid(&first));
+    summary_has_every_field_go_fills(p.read_only, &uid(&first)).await;
 
     // Edit: a new UID, the old pod killed, the new one running.
     dirs.write_manifest("web.yaml", &manifest("web", &spec("b")));
@@ -185,6 +186,68 @@ async fn manifest_lifecycle_edit_and_graceful_removal() {
     let (code, body) = http_get(p.read_only, "/healthz").expect("healthz");
     assert_eq!((code, body.as_str()), (200, "ok"));
     kubelet.stop().await.expect("clean stop");
+}
+
+/// Every key path of a JSON value (`.node.cpu.time`, `.pods[].podRef.uid`).
+fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                key_paths(v, &format!("{prefix}.{k}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => a
+            .iter()
+            .for_each(|v| key_paths(v, &format!("{prefix}[]"), out)),
+        _ => {
+            out.insert(prefix.to_string());
+        }
+    }
+}
+
+/// `/stats/summary` compared key by key with the Go kubelet's (issue 14):
+/// every field it filled is filled here (CPU rates from the second request
+/// on), and the running pod has its start time and network.
+async fn summary_has_every_field_go_fills(port: u16, pod_uid: &str) {
+    let go: serde_json::Value = serde_json::from_str(include_str!(
+        "fixtures/go-kubelet-examples/stats-summary.json"
+    ))
+    .unwrap();
+    let mut want = std::collections::BTreeSet::new();
+    key_paths(&go, "", &mut want);
+    // The top-level network counters name the host's eth0, when it has one.
+    let has_eth0 = std::fs::read_to_string("/proc/net/dev").is_ok_and(|t| t.contains("eth0:"));
+    if !has_eth0 {
+        want.retain(|k| !k.starts_with(".node.network.") || k.contains("interfaces"));
+    }
+    // Go fills a pod's availableBytes only under a memory limit; this pod
+    // has none (the reference's webgo-mgo has none either).
+    want.remove(".pods[].memory.availableBytes");
+    let fetch = move || {
+        let (code, body) = http_get(port, "/stats/summary").expect("summary");
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    let _ = tokio::task::spawn_blocking(fetch).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let ours = tokio::task::spawn_blocking(fetch).await.unwrap();
+    let mut have = std::collections::BTreeSet::new();
+    key_paths(&ours, "", &mut have);
+    let missing: Vec<&String> = want.difference(&have).collect();
+    assert!(
+        missing.is_empty(),
+        "fields Go fills that are missing: {missing:#?}"
+    );
+    let pod = ours["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["podRef"]["uid"] == pod_uid)
+        .expect("the pod in the summary");
+    assert!(pod["startTime"].is_string(), "{pod}");
+    assert_eq!(pod["network"]["name"], "eth0", "{pod}");
+    assert!(pod["network"]["rxBytes"].as_u64().is_some(), "{pod}");
+    assert!(ours["node"]["startTime"].is_string());
 }
 
 /// Crash loops back off 10 s, then 20 s; Never/OnFailure policies; init

@@ -58,6 +58,7 @@ impl StatsProvider for FakeStats {
                     available_bytes: Some(n.memory_available),
                     usage_bytes: Some(n.memory_ws),
                     working_set_bytes: Some(n.memory_ws),
+                    ..Default::default()
                 }),
                 allocatable_memory: None,
                 fs: Some(FsStats {
@@ -70,6 +71,7 @@ impl StatsProvider for FakeStats {
                 }),
                 image_fs: None,
                 rlimit: None,
+                ..Default::default()
             },
             pods: n.pods,
         })

@@ -138,7 +138,7 @@ mod tests {
             usage_bytes: Some(700 * mib),
             working_set_bytes: Some(500 * mib),
             available_bytes: Some(1500 * mib),
-            time: None,
+            ..Default::default()
         };
         let t = parse_threshold_statement(Signal::MemoryAvailable, "100Mi")
             .unwrap()

@@ -93,6 +93,7 @@ pub fn pod_stats(pod: &Pod, containers: &[(&str, u64, u64, u64)]) -> PodStats {
             memory: Some(mem(*ws)),
             rootfs: Some(used(*root, 1)),
             logs: Some(used(*logs, 1)),
+            start_time: None,
         })
         .collect();
     let total: u64 = containers.iter().map(|c| c.1).sum();
@@ -106,6 +107,7 @@ pub fn pod_stats(pod: &Pod, containers: &[(&str, u64, u64, u64)]) -> PodStats {
         volume_stats: Vec::new(),
         ephemeral_storage: Some(used(disk, 2)),
         process_stats: None,
+        ..Default::default()
     }
 }
 

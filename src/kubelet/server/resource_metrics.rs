@@ -229,6 +229,7 @@ mod tests {
                     usage: u(3_000, None, Some(2048)),
                 },
             ],
+            allocatable: None,
         };
         let want = "\
 # HELP container_cpu_usage_seconds_total [ALPHA] CPU time a container has used, in core-seconds

@@ -4,7 +4,9 @@
 //! filesystems, the PID limit, and per-pod container memory and disk usage.
 
 mod fsusage;
+mod host;
 mod memory;
+mod network;
 mod provider;
 mod resource;
 mod summary_json;
@@ -19,6 +21,6 @@ pub use provider::{NodeStatsProvider, NodeStatsProviderConfig, StatsError, Stats
 pub use resource::{ContainerUsage, CpuMemory, PodUsage, ResourceUsage, cgroup_cpu_usage_ns};
 pub use summary_json::{CpuRates, summary_json};
 pub use types::{
-    ContainerStats, FsStats, MemoryStats, NodeStats, PodStats, ProcessStats, RlimitStats, Summary,
-    VolumeStats,
+    ContainerStats, FsStats, InterfaceStats, MemoryStats, NetworkStats, NodeStats, PodStats,
+    ProcessStats, RlimitStats, Summary, VolumeStats,
 };

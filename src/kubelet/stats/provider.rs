@@ -12,10 +12,12 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::fsusage::{FsUsageError, dir_fs_stats, statfs_usage};
+use super::host;
 use super::memory::{
     MemoryReadError, cgroup_memory_limit, cgroup_v1_working_set, cgroup_v2_working_set,
     read_meminfo, unified_root_working_set,
 };
+use super::network::network_stats;
 use super::types::{
     ContainerStats, FsStats, MemoryStats, NodeStats, PodStats, ProcessStats, RlimitStats, Summary,
     VolumeStats,
@@ -165,7 +167,7 @@ impl NodeStatsProvider {
         let Some(runtime) = &self.runtime else {
             return Ok(HashMap::new());
         };
-        let running: std::collections::HashSet<String> = runtime
+        let running: HashMap<String, i64> = runtime
             .list_containers(Some(api::ContainerFilter {
                 state: Some(api::ContainerStateValue {
                     state: api::ContainerState::ContainerRunning as i32,
@@ -174,15 +176,15 @@ impl NodeStatsProvider {
             }))
             .await?
             .into_iter()
-            .map(|c| c.id)
+            .map(|c| (c.id, c.created_at))
             .collect();
         for s in runtime.list_container_stats(None).await? {
             let Some(attrs) = s.attributes.as_ref() else {
                 continue;
             };
-            if !running.contains(&attrs.id) {
+            let Some(created_at) = running.get(&attrs.id) else {
                 continue;
-            }
+            };
             let Some(uid) = attrs.labels.get(KUBERNETES_POD_UID_LABEL) else {
                 continue;
             };
@@ -193,11 +195,12 @@ impl NodeStatsProvider {
                 .or_else(|| attrs.metadata.as_ref().map(|m| m.name.clone()))
                 .unwrap_or_default();
             let attempt = attrs.metadata.as_ref().map(|m| m.attempt).unwrap_or(0);
+            // The runtime's container stats carry the working set only (as
+            // in Go's CRI stats provider).
             let memory = s.memory.as_ref().map(|m| MemoryStats {
                 time: Some(SystemTime::now()),
-                available_bytes: m.available_bytes.map(|v| v.value),
-                usage_bytes: m.usage_bytes.map(|v| v.value),
                 working_set_bytes: m.working_set_bytes.map(|v| v.value),
+                ..MemoryStats::default()
             });
             let rootfs = s.writable_layer.as_ref().map(|w| FsStats {
                 time: Some(SystemTime::now()),
@@ -210,6 +213,7 @@ impl NodeStatsProvider {
                 memory,
                 rootfs,
                 logs: None,
+                start_time: from_nanos(*created_at),
             };
             let list = out.entry(uid.clone()).or_default();
             match list.iter_mut().find(|(_, c)| c.name == stats.name) {
@@ -223,6 +227,32 @@ impl NodeStatsProvider {
             .map(|(uid, v)| (uid, v.into_iter().map(|(_, c)| c).collect()))
             .collect())
     }
+
+    /// When each pod's ready sandbox was created, by pod UID.
+    async fn sandbox_start_times(&self) -> Result<HashMap<String, SystemTime>, StatsError> {
+        let Some(runtime) = &self.runtime else {
+            return Ok(HashMap::new());
+        };
+        let ready = api::PodSandboxFilter {
+            state: Some(api::PodSandboxStateValue {
+                state: api::PodSandboxState::SandboxReady as i32,
+            }),
+            ..Default::default()
+        };
+        let mut out = HashMap::new();
+        for sb in runtime.list_pod_sandbox(Some(ready)).await? {
+            let (Some(meta), Some(t)) = (sb.metadata, from_nanos(sb.created_at)) else {
+                continue;
+            };
+            let slot = out.entry(meta.uid).or_insert(t);
+            *slot = (*slot).max(t);
+        }
+        Ok(out)
+    }
+}
+
+fn from_nanos(ns: i64) -> Option<SystemTime> {
+    (ns > 0).then(|| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns as u64))
 }
 
 #[async_trait]
@@ -236,6 +266,10 @@ impl StatsProvider for NodeStatsProvider {
                 HashMap::new()
             }
         };
+        let started = self.sandbox_start_times().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "Stats: failed to list pod sandboxes");
+            HashMap::new()
+        });
         let config = self.config.clone();
         let pods: Vec<Arc<Pod>> = pods.to_vec();
         let image_mount = match image_mount {
@@ -246,7 +280,7 @@ impl StatsProvider for NodeStatsProvider {
             }
         };
         tokio::task::spawn_blocking(move || {
-            blocking_summary(&config, image_mount.as_deref(), &pods, containers)
+            blocking_summary(&config, image_mount.as_deref(), &pods, containers, &started)
         })
         .await
         .map_err(|e| StatsError::Other(format!("stats task: {e}")))?
@@ -278,6 +312,7 @@ fn blocking_summary(
     image_mount: Option<&Path>,
     pods: &[Arc<Pod>],
     mut containers: HashMap<String, Vec<ContainerStats>>,
+    started: &HashMap<String, SystemTime>,
 ) -> Result<Summary, StatsError> {
     let now = SystemTime::now();
     let node_memory = node_memory(config, now)?;
@@ -294,11 +329,20 @@ fn blocking_summary(
         None => Some(fs.clone()),
     };
     let rlimit = rlimit_stats(&config.proc_root, now);
+    let logs_fs = statfs_usage(&config.pod_logs_dir).ok();
     let mut pod_stats = Vec::new();
     for pod in pods {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let cs = containers.remove(&uid).unwrap_or_default();
-        pod_stats.push(one_pod(config, pod, &uid, cs, now));
+        let mut cs = containers.remove(&uid).unwrap_or_default();
+        for c in &mut cs {
+            fill_capacity(&mut c.rootfs, image_fs.as_ref());
+        }
+        let mut stats = one_pod(config, pod, &uid, cs, now);
+        for c in &mut stats.containers {
+            fill_capacity(&mut c.logs, logs_fs.as_ref());
+        }
+        stats.start_time = started.get(&uid).copied();
+        pod_stats.push(stats);
     }
     Ok(Summary {
         node: NodeStats {
@@ -308,6 +352,11 @@ fn blocking_summary(
             fs: Some(fs),
             image_fs,
             rlimit: Some(rlimit),
+            start_time: host::boot_time(&config.proc_root),
+            allocatable_start_time: host::cgroup_start_time(
+                &config.memory_cgroup_mount.join(&config.pods_cgroup),
+            ),
+            network: network_stats(&config.proc_root.join("net/dev"), now),
         },
         pods: pod_stats,
     })
@@ -327,11 +376,19 @@ fn node_memory(
     } else {
         cgroup_v1_working_set(&config.memory_cgroup_mount)?
     };
+    let counters = if config.unified {
+        host::host_memory_counters(&config.proc_root)
+    } else {
+        host::cgroup_memory_counters(&config.memory_cgroup_mount, false)
+    };
     Ok(MemoryStats {
         time: Some(now),
         available_bytes: Some(capacity.saturating_sub(ws)),
         usage_bytes: Some(usage),
         working_set_bytes: Some(ws),
+        rss_bytes: counters.rss,
+        page_faults: counters.page_faults,
+        major_page_faults: counters.major_page_faults,
     })
 }
 
@@ -348,12 +405,28 @@ fn cgroup_memory(
         cgroup_v1_working_set(&dir)?
     };
     let limit = cgroup_memory_limit(&dir, config.unified)?;
+    let counters = host::cgroup_memory_counters(&dir, config.unified);
     Ok(MemoryStats {
         time: Some(now),
         available_bytes: limit.map(|l| l.saturating_sub(ws)),
         usage_bytes: Some(usage),
         working_set_bytes: Some(ws),
+        rss_bytes: counters.rss,
+        page_faults: counters.page_faults,
+        major_page_faults: counters.major_page_faults,
     })
+}
+
+/// Gives a usage the capacity, free space and inodes of the filesystem it
+/// lives on.
+fn fill_capacity(usage: &mut Option<FsStats>, device: Option<&FsStats>) {
+    let (Some(u), Some(d)) = (usage.as_mut(), device) else {
+        return;
+    };
+    u.capacity_bytes = d.capacity_bytes;
+    u.available_bytes = d.available_bytes;
+    u.inodes = d.inodes;
+    u.inodes_free = d.inodes_free;
 }
 
 /// pid_max, and the number of tasks from the fourth field of loadavg
@@ -411,6 +484,10 @@ fn one_pod(
     let memory = cgroup
         .as_ref()
         .and_then(|rel| cgroup_memory(config, rel, now).ok());
+    let network = cgroup
+        .as_ref()
+        .and_then(|rel| host::any_pid_in(&config.memory_cgroup_mount.join(rel)))
+        .and_then(|pid| network_stats(&config.proc_root.join(format!("{pid}/net/dev")), now));
     let process_stats = cgroup.as_ref().and_then(|rel| {
         let dir = match (&config.pids_cgroup_mount, config.unified) {
             (_, true) => config.memory_cgroup_mount.join(rel),
@@ -466,6 +543,8 @@ fn one_pod(
         volume_stats,
         ephemeral_storage,
         process_stats,
+        start_time: None,
+        network,
     }
 }
 

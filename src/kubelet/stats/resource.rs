@@ -53,6 +53,8 @@ pub struct ContainerUsage {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ResourceUsage {
     pub node: Option<CpuMemory>,
+    /// The cgroup all pods run under (the "pods" system container).
+    pub allocatable: Option<CpuMemory>,
     pub pods: Vec<PodUsage>,
     pub containers: Vec<ContainerUsage>,
 }
@@ -198,9 +200,18 @@ impl NodeStatsProvider {
         }
         let config = self.config();
         let pods = pods.to_vec();
-        let (node, pod_list) = tokio::task::spawn_blocking(move || {
+        let (node, allocatable, pod_list) = tokio::task::spawn_blocking(move || {
             let now = SystemTime::now();
-            (node_usage(&config, now), pod_usage(&config, &pods, now))
+            let allocatable = CpuMemory {
+                time: now,
+                cpu_usage_ns: cpu(&config, &config.pods_cgroup),
+                memory_working_set_bytes: working_set(&config, &config.pods_cgroup),
+            };
+            (
+                node_usage(&config, now),
+                allocatable,
+                pod_usage(&config, &pods, now),
+            )
         })
         .await
         .map_err(|e| StatsError::Other(format!("stats task: {e}")))?;
@@ -208,6 +219,7 @@ impl NodeStatsProvider {
             .sort_by(|a, b| (&a.namespace, &a.pod, &a.name).cmp(&(&b.namespace, &b.pod, &b.name)));
         Ok(ResourceUsage {
             node: Some(node),
+            allocatable: Some(allocatable),
             pods: pod_list,
             containers,
         })

@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::resource::{CpuMemory, ResourceUsage};
-use super::types::{FsStats, MemoryStats, Summary};
+use super::types::{FsStats, InterfaceStats, MemoryStats, NetworkStats, Summary};
 
 fn time(t: SystemTime) -> Value {
     let ts = Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH);
@@ -31,6 +31,35 @@ fn memory(m: &MemoryStats) -> Value {
     put(&mut o, "availableBytes", m.available_bytes);
     put(&mut o, "usageBytes", m.usage_bytes);
     put(&mut o, "workingSetBytes", m.working_set_bytes);
+    put(&mut o, "rssBytes", m.rss_bytes);
+    put(&mut o, "pageFaults", m.page_faults);
+    put(&mut o, "majorPageFaults", m.major_page_faults);
+    Value::Object(o)
+}
+
+fn interface(i: &InterfaceStats) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("name".into(), json!(i.name));
+    o.insert("rxBytes".into(), json!(i.rx_bytes));
+    o.insert("rxErrors".into(), json!(i.rx_errors));
+    o.insert("txBytes".into(), json!(i.tx_bytes));
+    o.insert("txErrors".into(), json!(i.tx_errors));
+    o
+}
+
+/// Go's NetworkStats: the default interface's counters inline, then all.
+fn network(n: &NetworkStats) -> Value {
+    let mut o = Map::new();
+    put(&mut o, "time", n.time.map(time));
+    if let Some(d) = n.default_interface() {
+        o.extend(interface(d));
+    }
+    let all: Vec<Value> = n
+        .interfaces
+        .iter()
+        .map(|i| Value::Object(interface(i)))
+        .collect();
+    o.insert("interfaces".into(), Value::Array(all));
     Value::Object(o)
 }
 
@@ -86,10 +115,24 @@ pub fn summary_json(
     pods_container.insert("name".into(), json!("pods"));
     put(
         &mut pods_container,
+        "startTime",
+        s.node.allocatable_start_time.map(time),
+    );
+    put(
+        &mut pods_container,
+        "cpu",
+        usage
+            .allocatable
+            .as_ref()
+            .and_then(|u| rates.cpu("pods", u)),
+    );
+    put(
+        &mut pods_container,
         "memory",
         s.node.allocatable_memory.as_ref().map(memory),
     );
     node.insert("systemContainers".into(), json!([pods_container]));
+    put(&mut node, "startTime", s.node.start_time.map(time));
     put(
         &mut node,
         "cpu",
@@ -97,6 +140,7 @@ pub fn summary_json(
     );
     put(&mut node, "memory", s.node.memory.as_ref().map(memory));
     if full {
+        put(&mut node, "network", s.node.network.as_ref().map(network));
         put(&mut node, "fs", s.node.fs.as_ref().map(fs));
         if let Some(image) = &s.node.image_fs {
             node.insert("runtime".into(), json!({"imageFs": fs(image)}));
@@ -135,6 +179,7 @@ pub fn summary_json(
         for c in &p.containers {
             let mut co = Map::new();
             co.insert("name".into(), json!(c.name));
+            put(&mut co, "startTime", c.start_time.map(time));
             let key = (p.namespace.as_str(), p.name.as_str(), c.name.as_str());
             if let Some(u) = container_cpu.get(&key) {
                 let id = format!("{}/{}/{}", p.namespace, p.name, c.name);
@@ -147,12 +192,14 @@ pub fn summary_json(
             }
             containers.push(Value::Object(co));
         }
+        put(&mut o, "startTime", p.start_time.map(time));
         o.insert("containers".into(), Value::Array(containers));
         if let Some(u) = pod_cpu.get(&(p.namespace.as_str(), p.name.as_str())) {
             put(&mut o, "cpu", rates.cpu(&p.uid, u));
         }
         put(&mut o, "memory", p.memory.as_ref().map(memory));
         if full {
+            put(&mut o, "network", p.network.as_ref().map(network));
             if !p.volume_stats.is_empty() {
                 let vols: Vec<Value> = p
                     .volume_stats
@@ -201,6 +248,8 @@ mod tests {
             available_bytes: Some(10),
             usage_bytes: Some(30),
             working_set_bytes: Some(20),
+            rss_bytes: Some(5),
+            ..Default::default()
         };
         let summary = Summary {
             node: NodeStats {
@@ -210,6 +259,23 @@ mod tests {
                     time: Some(at(100)),
                     capacity_bytes: Some(100),
                     ..Default::default()
+                }),
+                start_time: Some(at(7)),
+                network: Some(NetworkStats {
+                    time: Some(at(100)),
+                    interfaces: vec![
+                        InterfaceStats {
+                            name: "eth0".into(),
+                            rx_bytes: 1,
+                            rx_errors: 2,
+                            tx_bytes: 3,
+                            tx_errors: 4,
+                        },
+                        InterfaceStats {
+                            name: "cni0".into(),
+                            ..Default::default()
+                        },
+                    ],
                 }),
                 ..Default::default()
             },
@@ -248,6 +314,7 @@ mod tests {
                 },
             }],
             containers: vec![],
+            allocatable: None,
         };
         let rates = CpuRates::default();
         let first = summary_json(&summary, &usage(100, 1_000_000_000), &rates, false);
@@ -256,6 +323,15 @@ mod tests {
             json!({"time": "1970-01-01T00:01:40Z", "usageCoreNanoSeconds": 1_000_000_000u64})
         );
         assert_eq!(first["node"]["memory"]["workingSetBytes"], 20);
+        assert_eq!(first["node"]["memory"]["rssBytes"], 5);
+        assert_eq!(first["node"]["startTime"], "1970-01-01T00:00:07Z");
+        assert_eq!(
+            first["node"]["network"],
+            json!({"time": "1970-01-01T00:01:40Z", "name": "eth0", "rxBytes": 1, "rxErrors": 2,
+                "txBytes": 3, "txErrors": 4, "interfaces": [
+                {"name": "eth0", "rxBytes": 1, "rxErrors": 2, "txBytes": 3, "txErrors": 4},
+                {"name": "cni0", "rxBytes": 0, "rxErrors": 0, "txBytes": 0, "txErrors": 0}]})
+        );
         assert_eq!(
             first["node"]["fs"],
             json!({"time": "1970-01-01T00:01:40Z", "capacityBytes": 100})

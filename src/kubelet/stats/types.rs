@@ -3,6 +3,8 @@
 
 use std::time::SystemTime;
 
+pub use super::network::{InterfaceStats, NetworkStats};
+
 /// Memory of a cgroup (node root, the pods cgroup, a pod or a container).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryStats {
@@ -13,6 +15,10 @@ pub struct MemoryStats {
     pub usage_bytes: Option<u64>,
     /// Usage minus the inactive file cache: what cannot be reclaimed cheaply.
     pub working_set_bytes: Option<u64>,
+    /// Anonymous memory (and swap cache).
+    pub rss_bytes: Option<u64>,
+    pub page_faults: Option<u64>,
+    pub major_page_faults: Option<u64>,
 }
 
 /// Usage of a filesystem, or of what one object stores on it.
@@ -48,6 +54,12 @@ pub struct NodeStats {
     /// The filesystem the runtime stores images on.
     pub image_fs: Option<FsStats>,
     pub rlimit: Option<RlimitStats>,
+    /// When the node booted.
+    pub start_time: Option<SystemTime>,
+    /// When the cgroup all pods run under was made.
+    pub allocatable_start_time: Option<SystemTime>,
+    /// The host network namespace's interfaces.
+    pub network: Option<NetworkStats>,
 }
 
 /// One container of a pod.
@@ -59,6 +71,8 @@ pub struct ContainerStats {
     pub rootfs: Option<FsStats>,
     /// The container's log directory.
     pub logs: Option<FsStats>,
+    /// When the container was created.
+    pub start_time: Option<SystemTime>,
 }
 
 /// One volume of a pod.
@@ -88,6 +102,10 @@ pub struct PodStats {
     /// ephemeral volumes.
     pub ephemeral_storage: Option<FsStats>,
     pub process_stats: Option<ProcessStats>,
+    /// When the pod's sandbox was created.
+    pub start_time: Option<SystemTime>,
+    /// The pod network namespace's interfaces.
+    pub network: Option<NetworkStats>,
 }
 
 /// Node and pod statistics taken together.

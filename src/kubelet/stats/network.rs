@@ -1,0 +1,116 @@
+//! Network statistics as cadvisor gathers them for the summary: the
+//! counters of `/proc/<pid>/net/dev` in a network namespace (the host's, or
+//! a pod's through one of its processes), loopback and virtual Ethernet
+//! ends left out; the summary's top-level counters are those of `eth0`.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+/// Interfaces cadvisor ignores (by prefix).
+const IGNORED_PREFIXES: [&str; 4] = ["lo", "veth", "docker", "nerdctl"];
+/// The interface the summary's top-level counters come from.
+pub const DEFAULT_INTERFACE: &str = "eth0";
+
+/// One interface's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InterfaceStats {
+    pub name: String,
+    pub rx_bytes: u64,
+    pub rx_errors: u64,
+    pub tx_bytes: u64,
+    pub tx_errors: u64,
+}
+
+/// The interfaces of one network namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkStats {
+    pub time: Option<SystemTime>,
+    pub interfaces: Vec<InterfaceStats>,
+}
+
+impl NetworkStats {
+    /// The default interface's counters, when it has one.
+    pub fn default_interface(&self) -> Option<&InterfaceStats> {
+        self.interfaces.iter().find(|i| i.name == DEFAULT_INTERFACE)
+    }
+}
+
+/// Parses the text of a `net/dev` file.
+pub fn parse_net_dev(text: &str) -> Vec<InterfaceStats> {
+    let mut out = Vec::new();
+    for line in text.lines().skip(2) {
+        let Some((name, counters)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim();
+        if IGNORED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let f: Vec<u64> = counters
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if f.len() < 16 {
+            continue;
+        }
+        out.push(InterfaceStats {
+            name: name.to_string(),
+            rx_bytes: f[0],
+            rx_errors: f[2],
+            tx_bytes: f[8],
+            tx_errors: f[10],
+        });
+    }
+    out
+}
+
+/// The network statistics of the namespace `net_dev` belongs to (None when
+/// the file cannot be read).
+pub fn network_stats(net_dev: &Path, now: SystemTime) -> Option<NetworkStats> {
+    let text = std::fs::read_to_string(net_dev).ok()?;
+    Some(NetworkStats {
+        time: Some(now),
+        interfaces: parse_net_dev(&text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn net_dev_without_loopback_and_veths() {
+        let text = "Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  1000      10    0    0    0     0          0         0     1000      10    0    0    0     0       0          0
+  eth0: 123456    100    2    1    0     0          0         0    65432      90    3    0    0     0       0          0
+veth12ab: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0
+  cni0: 7 1 0 0 0 0 0 0 8 1 0 0 0 0 0 0
+";
+        let got = parse_net_dev(text);
+        assert_eq!(
+            got,
+            vec![
+                InterfaceStats {
+                    name: "eth0".into(),
+                    rx_bytes: 123456,
+                    rx_errors: 2,
+                    tx_bytes: 65432,
+                    tx_errors: 3,
+                },
+                InterfaceStats {
+                    name: "cni0".into(),
+                    rx_bytes: 7,
+                    rx_errors: 0,
+                    tx_bytes: 8,
+                    tx_errors: 0,
+                },
+            ]
+        );
+        let stats = NetworkStats {
+            time: None,
+            interfaces: got,
+        };
+        assert_eq!(stats.default_interface().unwrap().rx_bytes, 123456);
+    }
+}
