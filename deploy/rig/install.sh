@@ -6,7 +6,7 @@
 # present are skipped, and nothing is fetched when all of them are.
 set -euo pipefail
 
-packages=(containerd runc containernetworking-plugins busybox-static iptables gcc libc6-dev python3 util-linux procps iproute2 file docker-registry apache2-utils dbus-daemon)
+packages=(containerd runc containernetworking-plugins busybox-static iptables gcc libc6-dev python3 util-linux procps iproute2 file docker-registry apache2-utils dbus-daemon prometheus)
 
 missing=()
 for pkg in "${packages[@]}"; do
