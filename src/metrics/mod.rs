@@ -7,6 +7,7 @@
 
 pub mod gauge;
 pub mod kubelet;
+pub mod library_families;
 pub mod process;
 pub mod text;
 pub mod vec;
@@ -82,6 +83,7 @@ pub fn global() -> &'static Registry {
     GLOBAL.get_or_init(|| {
         let registry = Registry::new();
         registry.register(Arc::new(ProcessCollector::all()));
+        library_families::register(&registry);
         registry
     })
 }

@@ -102,6 +102,7 @@ impl PodManager {
         for pod in pods {
             self.update_internal(&mut idx, pod);
         }
+        record_ephemeral_containers(&idx);
     }
 
     /// Adds a pod or mirror pod.
@@ -113,6 +114,7 @@ impl PodManager {
     pub fn update_pod(&self, pod: Arc<Pod>) {
         let mut idx = self.write();
         self.update_internal(&mut idx, pod);
+        record_ephemeral_containers(&idx);
     }
 
     fn update_internal(&self, idx: &mut Indexes, pod: Arc<Pod>) {
@@ -160,6 +162,7 @@ impl PodManager {
             idx.pod_by_uid.remove(&ResolvedPodUid(uid_of(pod)));
             idx.pod_by_full_name.remove(&full_name);
         }
+        record_ephemeral_containers(&idx);
     }
 
     /// The regular (non-mirror) pods.
@@ -314,6 +317,34 @@ mod tests {
     }
 
     #[test]
+    fn ephemeral_containers_of_regular_pods_are_counted() {
+        let pm = PodManager::new();
+        let with = |uid: &str, n: usize| {
+            let mut p = (*pod(uid, uid, &[])).clone();
+            let ecs = (0..n)
+                .map(|i| k8s_openapi::api::core::v1::EphemeralContainer {
+                    name: format!("debug-{i}"),
+                    ..Default::default()
+                })
+                .collect();
+            p.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+                ephemeral_containers: Some(ecs),
+                ..Default::default()
+            });
+            Arc::new(p)
+        };
+        pm.add_pod(with("a", 2));
+        pm.add_pod(with("b", 1));
+        assert_eq!(ephemeral_container_count(&pm.read()), 3);
+        pm.update_pod(with("a", 1));
+        assert_eq!(ephemeral_container_count(&pm.read()), 2);
+        pm.delete_pod(&with("b", 1));
+        assert_eq!(ephemeral_container_count(&pm.read()), 1);
+        pm.set_pods(vec![with("c", 4)]);
+        assert_eq!(ephemeral_container_count(&pm.read()), 4);
+    }
+
+    #[test]
     fn static_and_mirror_pods_map_to_each_other() {
         let pm = PodManager::new();
         let etcd = static_pod("static-1", "etcd-n");
@@ -442,4 +473,19 @@ mod tests {
         }
         assert_eq!(pm.get_pods().len(), 4 * 100);
     }
+}
+
+/// `kubelet_managed_ephemeral_containers`: the ephemeral containers of the
+/// regular pods now managed.
+fn record_ephemeral_containers(idx: &Indexes) {
+    let n = ephemeral_container_count(idx);
+    crate::metrics::library_families::managed_ephemeral_containers().set(&[], n as f64);
+}
+
+fn ephemeral_container_count(idx: &Indexes) -> usize {
+    idx.pod_by_uid
+        .values()
+        .filter_map(|p| p.spec.as_ref()?.ephemeral_containers.as_ref())
+        .map(Vec::len)
+        .sum()
 }
