@@ -256,6 +256,7 @@ pub fn node_config(
             local_storage_capacity_isolation: c.local_storage_capacity_isolation,
             cpu_manager: cpu_manager_on,
             topology_manager: gate.enabled(features::TOPOLOGY_MANAGER),
+            device_plugins: gate.enabled(features::DEVICE_PLUGINS),
         },
         cpu_manager: CpuManagerConfig {
             policy: c.cpu_manager_policy.clone(),

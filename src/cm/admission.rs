@@ -3,6 +3,7 @@
 //! their reason, every other one is `UnexpectedAdmissionError`).
 
 use super::cpumanager::CpuManagerError;
+use super::devicemanager::DeviceManagerError;
 
 /// The reason of an allocation failure that names no reason of its own.
 pub const REASON_UNEXPECTED: &str = "UnexpectedAdmissionError";
@@ -14,6 +15,8 @@ pub const REASON_TOPOLOGY_AFFINITY: &str = "TopologyAffinityError";
 pub enum AllocationError {
     #[error(transparent)]
     Cpu(#[from] CpuManagerError),
+    #[error(transparent)]
+    Device(#[from] DeviceManagerError),
     #[error("Resources cannot be allocated with Topology locality")]
     TopologyAffinity,
 }
@@ -23,6 +26,7 @@ impl AllocationError {
     pub fn admission_reason(&self) -> &'static str {
         match self {
             AllocationError::Cpu(e) => e.admission_reason(),
+            AllocationError::Device(e) => e.admission_reason(),
             AllocationError::TopologyAffinity => REASON_TOPOLOGY_AFFINITY,
         }
     }
@@ -31,6 +35,7 @@ impl AllocationError {
     pub fn admission_message(&self) -> String {
         match self {
             AllocationError::Cpu(e) => e.admission_message(),
+            AllocationError::Device(e) => e.admission_message(),
             AllocationError::TopologyAffinity => self.to_string(),
         }
     }

@@ -10,6 +10,7 @@ use super::capacity::{capacity_from_machine_info, ephemeral_storage_capacity};
 use super::cgroup_manager::{CgroupManager, CgroupManagerImpl};
 use super::cgroup_name::CgroupName;
 use super::cpumanager::CpuManager;
+use super::devicemanager::{DeviceManager, DeviceManagerError, DevicePluginCapacity, DeviceRunContainerOptions};
 use super::error::{CmError, blocking};
 use super::helpers::PodResourceOptions;
 use super::host::HostPaths;
@@ -36,7 +37,7 @@ use crate::cadvisor::{MachineInfo, MachineInfoProvider};
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::{Period, TaskSet};
 use crate::util::quantity::Quantity;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod};
 
 /// The node allocatable cgroup's name under cgroupRoot.
 pub const DEFAULT_NODE_ALLOCATABLE_CGROUP_NAME: &str = "kubepods";
@@ -119,6 +120,30 @@ pub trait ContainerManager: Send + Sync + 'static {
     fn cpu_manager(&self) -> Option<Arc<CpuManager>> {
         None
     }
+    /// The device plugin manager, when the DevicePlugins gate is on.
+    fn device_manager(&self) -> Option<Arc<DeviceManager>> {
+        None
+    }
+    /// Extended resources from the device plugins: capacity, allocatable,
+    /// and resources whose plugin is gone for good (Go's
+    /// GetDevicePluginResourceCapacity).
+    fn get_device_plugin_resource_capacity(&self) -> DevicePluginCapacity {
+        DevicePluginCapacity::default()
+    }
+    /// The device plugin resources admission may count on (healthy devices,
+    /// never fewer than are allocated).
+    fn device_plugin_admission_allocatable(&self) -> ResourceList {
+        ResourceList::new()
+    }
+    /// What the device plugins put into the container's runtime config
+    /// (Go's GetResources); PreStartContainer is called here when asked for.
+    async fn get_resources(
+        &self,
+        _pod: &Pod,
+        _container: &Container,
+    ) -> Result<DeviceRunContainerOptions, DeviceManagerError> {
+        Ok(DeviceRunContainerOptions::default())
+    }
 }
 
 struct Inner {
@@ -136,6 +161,7 @@ struct Inner {
     status: Mutex<Status>,
     kubelet_cgroups: Mutex<String>,
     cpu_manager: Option<Arc<CpuManager>>,
+    device_manager: Option<Arc<DeviceManager>>,
     topology: Arc<TopologyManager>,
 }
 
@@ -219,6 +245,18 @@ impl ContainerManagerImpl {
         let kubelet_cgroups = config.kubelet_cgroups_name.clone();
         let affinity = Arc::new(AffinityStore::default());
         let mut providers: Vec<Arc<dyn HintProvider>> = Vec::new();
+        // Go's providers in order: device, CPU, memory.
+        let device_manager = config.features.device_plugins.then(|| {
+            let numa_nodes = machine_info.topology.iter().map(|n| n.id).collect();
+            let dm = Arc::new(DeviceManager::new(
+                config.kubelet_root_dir.join(super::devicemanager::api::DEVICE_PLUGINS_DIR),
+                numa_nodes,
+                affinity.clone(),
+                Arc::new(RealClock),
+            ));
+            providers.push(dm.clone() as Arc<dyn HintProvider>);
+            dm
+        });
         let cpu_manager = if config.features.cpu_manager {
             let reservation = node_allocatable_reservation(&capacity, &config.node_allocatable);
             let cpu = CpuManager::new(
@@ -253,6 +291,7 @@ impl ContainerManagerImpl {
                 status: Mutex::new(Status::default()),
                 kubelet_cgroups: Mutex::new(kubelet_cgroups),
                 cpu_manager,
+                device_manager,
                 topology: Arc::new(topology),
             }),
         })
@@ -464,6 +503,7 @@ impl ContainerManager for ContainerManagerImpl {
         runtime: Option<CmRuntimeDeps>,
     ) -> Result<(), CmError> {
         let inner = self.inner.clone();
+        let sources_ready = runtime.as_ref().map(|d| d.sources_ready.clone());
         if let Some(cpu) = &inner.cpu_manager {
             start_cpu_manager(cpu, tasks, active_pods.clone(), runtime)
                 .await
@@ -486,7 +526,8 @@ impl ContainerManager for ContainerManagerImpl {
         }
         validate_node_allocatable(&lock(&inner.capacity), &inner.config.node_allocatable)?;
         let setup = inner.clone();
-        blocking(move || setup.setup_node(active_pods)).await?;
+        let setup_pods = active_pods.clone();
+        blocking(move || setup.setup_node(setup_pods)).await?;
 
         if !inner.cgroup_root.is_empty() {
             let config = CgroupConfig::new(
@@ -558,6 +599,13 @@ impl ContainerManager for ContainerManagerImpl {
                 PERIODIC_TASKS_INTERVAL,
                 move || me.observe_kubelet(),
             );
+        }
+        // Last, as in Go: plugins may register from here on.
+        if let Some(dm) = &inner.device_manager {
+            let ready = sources_ready.unwrap_or_else(|| Arc::new(|| true));
+            dm.start(tasks, active_pods, ready)
+                .await
+                .map_err(|e| CmError::Requirement(e.to_string()))?;
         }
         Ok(())
     }
@@ -670,6 +718,40 @@ impl ContainerManager for ContainerManagerImpl {
 
     fn cpu_manager(&self) -> Option<Arc<CpuManager>> {
         self.inner.cpu_manager.clone()
+    }
+
+    fn device_manager(&self) -> Option<Arc<DeviceManager>> {
+        self.inner.device_manager.clone()
+    }
+
+    fn get_device_plugin_resource_capacity(&self) -> DevicePluginCapacity {
+        self.inner
+            .device_manager
+            .as_ref()
+            .map(|d| d.get_capacity())
+            .unwrap_or_default()
+    }
+
+    fn device_plugin_admission_allocatable(&self) -> ResourceList {
+        self.inner
+            .device_manager
+            .as_ref()
+            .map(|d| d.admission_allocatable())
+            .unwrap_or_default()
+    }
+
+    async fn get_resources(
+        &self,
+        pod: &Pod,
+        container: &Container,
+    ) -> Result<DeviceRunContainerOptions, DeviceManagerError> {
+        let Some(dm) = &self.inner.device_manager else {
+            return Ok(DeviceRunContainerOptions::default());
+        };
+        Ok(dm
+            .get_device_run_container_options(pod, container)
+            .await?
+            .unwrap_or_default())
     }
 }
 

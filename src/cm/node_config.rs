@@ -29,6 +29,8 @@ pub struct CmFeatureGates {
     pub cpu_manager: bool,
     /// TopologyManager (beta, on): admission aligns the managers' resources.
     pub topology_manager: bool,
+    /// DevicePlugins (beta, on): the device plugin manager runs.
+    pub device_plugins: bool,
 }
 
 impl Default for CmFeatureGates {
@@ -40,6 +42,7 @@ impl Default for CmFeatureGates {
             local_storage_capacity_isolation: true,
             cpu_manager: true,
             topology_manager: true,
+            device_plugins: true,
         }
     }
 }
