@@ -67,6 +67,7 @@ fn inputs(now: SystemTime) -> StatusInputs {
         machine_info: Ok(machine()),
         capacity,
         allocatable_reservation: reservation,
+        device_plugins: Default::default(),
         version_info: Ok(VersionInfo {
             kernel_version: "6.18.44-fc-v657".into(),
             os_image: "Debian GNU/Linux 12 (bookworm)".into(),

@@ -18,6 +18,7 @@ pub mod listen;
 pub mod logs;
 pub mod node_logs;
 pub mod pods;
+pub mod podresources;
 pub mod proxy;
 pub mod resource_metrics;
 pub use crate::util::router;
