@@ -196,6 +196,11 @@ impl DeviceManager {
                 tracing::error!(err = %e, "Device plugin registration server stopped");
             }
             me.stop_endpoints();
+            // Closing the listener unlinks its socket (as Go's does): the
+            // plugins see the kubelet gone, and register again when it is
+            // back.
+            let socket = me.socket_dir.join(KUBELET_SOCKET);
+            let _ = tokio::task::spawn_blocking(move || std::fs::remove_file(socket)).await;
         });
         crate::vlog!(2, path = %path.display(), "Serving device plugin registration server on socket");
         Ok(())
