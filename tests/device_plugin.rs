@@ -27,9 +27,9 @@ use kubelet::cm::devicemanager::api::device_plugin_server::{DevicePlugin, Device
 use kubelet::cm::devicemanager::api::registration_client::RegistrationClient;
 use kubelet::cm::devicemanager::api::{
     AllocateRequest, AllocateResponse, ContainerAllocateResponse,
-    ContainerPreferredAllocationResponse, Device, DevicePluginOptions, Empty,
-    ListAndWatchResponse, Mount, PreStartContainerRequest, PreStartContainerResponse,
-    PreferredAllocationRequest, PreferredAllocationResponse, RegisterRequest,
+    ContainerPreferredAllocationResponse, Device, DevicePluginOptions, Empty, ListAndWatchResponse,
+    Mount, PreStartContainerRequest, PreStartContainerResponse, PreferredAllocationRequest,
+    PreferredAllocationResponse, RegisterRequest,
 };
 use kubelet::cm::devicemanager::checkpoint::DeviceCheckpoint;
 use kubelet::cri::RuntimeService;
@@ -84,9 +84,10 @@ impl DevicePlugin for Plugin {
             })
             .collect();
         let first = futures::stream::once(async move { Ok(ListAndWatchResponse { devices }) });
-        Ok(Response::new(Box::pin(
-            futures::StreamExt::chain(first, futures::stream::pending()),
-        )))
+        Ok(Response::new(Box::pin(futures::StreamExt::chain(
+            first,
+            futures::stream::pending(),
+        ))))
     }
 
     async fn get_preferred_allocation(
@@ -113,7 +114,11 @@ impl DevicePlugin for Plugin {
     ) -> Result<Response<AllocateResponse>, Status> {
         let mut out = Vec::new();
         for c in r.into_inner().container_requests {
-            self.calls.lock().unwrap().allocate.push(c.devices_ids.clone());
+            self.calls
+                .lock()
+                .unwrap()
+                .allocate
+                .push(c.devices_ids.clone());
             out.push(ContainerAllocateResponse {
                 envs: [("FOO_DEVICE".to_string(), c.devices_ids.join(","))].into(),
                 mounts: vec![Mount {
@@ -212,11 +217,21 @@ fn container_id(p: &k8s_openapi::api::core::v1::Pod, name: &str) -> Option<Strin
     Some(id.split_once("://")?.1.to_string())
 }
 
-async fn pod_resources(root: &Path) -> Option<(v1::ListPodResourcesResponse, v1alpha1::ListPodResourcesResponse, v1::AllocatableResourcesResponse)> {
+async fn pod_resources(
+    root: &Path,
+) -> Option<(
+    v1::ListPodResourcesResponse,
+    v1alpha1::ListPodResourcesResponse,
+    v1::AllocatableResourcesResponse,
+)> {
     let ch = unix_channel(&root.join("pod-resources/kubelet.sock")).await?;
     let mut c1 = v1::pod_resources_lister_client::PodResourcesListerClient::new(ch.clone());
     let mut ca = v1alpha1::pod_resources_lister_client::PodResourcesListerClient::new(ch);
-    let list = c1.list(v1::ListPodResourcesRequest {}).await.ok()?.into_inner();
+    let list = c1
+        .list(v1::ListPodResourcesRequest {})
+        .await
+        .ok()?
+        .into_inner();
     let alpha = ca
         .list(v1alpha1::ListPodResourcesRequest {})
         .await
@@ -231,7 +246,11 @@ async fn pod_resources(root: &Path) -> Option<(v1::ListPodResourcesResponse, v1a
 }
 
 /// The device ids pod-resources v1 reports for the container.
-fn listed_devices(list: &v1::ListPodResourcesResponse, pod: &str, c: &str) -> Vec<(String, Vec<String>)> {
+fn listed_devices(
+    list: &v1::ListPodResourcesResponse,
+    pod: &str,
+    c: &str,
+) -> Vec<(String, Vec<String>)> {
     list.pod_resources
         .iter()
         .filter(|p| p.name == pod && p.namespace == "default")
@@ -287,7 +306,12 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
         (registered.get(RESOURCE)?.len() == 2).then_some(())
     })
     .await
-    .unwrap_or_else(|| panic!("registered devices in {:?}", std::fs::read_to_string(&cp_path)));
+    .unwrap_or_else(|| {
+        panic!(
+            "registered devices in {:?}",
+            std::fs::read_to_string(&cp_path)
+        )
+    });
 
     dirs.write_manifest(
         "dev.yaml",
@@ -297,7 +321,10 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
         ),
     );
     let pod_name = format!("devpod-{NODE}");
-    let pod = wait_pod(p.read_only, &pod_name, WAIT, "Running", |pod| is_running(pod, "c")).await;
+    let pod = wait_pod(p.read_only, &pod_name, WAIT, "Running", |pod| {
+        is_running(pod, "c")
+    })
+    .await;
     let cid = container_id(&pod, "c").expect("container id");
 
     // The plugin's preferred device was allocated, PreStartContainer
@@ -325,7 +352,11 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
         .unwrap_or_else(|| panic!("mount in {}", s["mounts"]));
     assert_eq!(mount["source"], mount_source.display().to_string());
     assert!(
-        mount["options"].as_array().unwrap().iter().any(|o| o == "ro"),
+        mount["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "ro"),
         "{mount}"
     );
 
@@ -356,7 +387,10 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
         .flat_map(|c| &c.devices)
         .map(|d| (d.resource_name.clone(), d.device_ids.clone()))
         .collect();
-    assert_eq!(alpha_devs, vec![(RESOURCE.to_string(), vec!["dev-2".to_string()])]);
+    assert_eq!(
+        alpha_devs,
+        vec![(RESOURCE.to_string(), vec!["dev-2".to_string()])]
+    );
     let mut allocatable: Vec<String> = alloc
         .devices
         .iter()
@@ -370,20 +404,28 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
     // registers again (on a new socket: start cleans the directory).
     kubelet.stop().await.expect("clean stop");
     stop1.cancel();
-    assert!(!dp_dir.join("kubelet.sock").exists(), "socket removed at stop");
+    assert!(
+        !dp_dir.join("kubelet.sock").exists(),
+        "socket removed at stop"
+    );
     let restarted_calls = Arc::new(Mutex::new(Calls::default()));
     let plugin2 = Plugin {
         mount_source: mount_source.clone(),
         calls: restarted_calls.clone(),
     };
     let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, NODE), |s| deps(&dirs, s));
-    support::eventually(WAIT, || async { dp_dir.join("kubelet.sock").exists().then_some(()) })
-        .await
-        .expect("registration socket again");
+    support::eventually(WAIT, || async {
+        dp_dir.join("kubelet.sock").exists().then_some(())
+    })
+    .await
+    .expect("registration socket again");
     let stop2 = CancellationToken::new();
     run_plugin(&dp_dir, "foo-2.sock", plugin2, stop2.clone()).await;
 
-    let again = wait_pod(p.read_only, &pod_name, WAIT, "Running", |pod| is_running(pod, "c")).await;
+    let again = wait_pod(p.read_only, &pod_name, WAIT, "Running", |pod| {
+        is_running(pod, "c")
+    })
+    .await;
     assert_eq!(container_id(&again, "c"), Some(cid), "container kept");
     let listed = support::eventually(WAIT, || async {
         let (list, _, alloc) = pod_resources(&root).await?;

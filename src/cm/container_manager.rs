@@ -6,17 +6,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::admission::AllocationError;
 use super::capacity::{capacity_from_machine_info, ephemeral_storage_capacity};
 use super::cgroup_manager::{CgroupManager, CgroupManagerImpl};
 use super::cgroup_name::CgroupName;
 use super::cpumanager::CpuManager;
-use super::devicemanager::{DeviceManager, DeviceManagerError, DevicePluginCapacity, DeviceRunContainerOptions};
+use super::devicemanager::{
+    DeviceManager, DeviceManagerError, DevicePluginCapacity, DeviceRunContainerOptions,
+};
 use super::error::{CmError, blocking};
 use super::helpers::PodResourceOptions;
 use super::host::HostPaths;
-use super::admission::AllocationError;
-use super::internal_lifecycle::{InternalContainerLifecycle, NoopLifecycle, ResourceManagersLifecycle};
-use super::topologymanager::{AffinityStore, HintProvider, TopologyManager};
+use super::internal_lifecycle::{
+    InternalContainerLifecycle, NoopLifecycle, ResourceManagersLifecycle,
+};
 use super::kernel::{self, KernelTunableBehavior};
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED, cgroup_config_for,
@@ -33,6 +36,7 @@ use super::qos_container_manager::{
 use super::resources::{CgroupConfig, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_PID, ResourceList};
 use super::start_deps::{CmRuntimeDeps, start_cpu_manager};
 use super::system_containers::{self, SystemContainer};
+use super::topologymanager::{AffinityStore, HintProvider, TopologyManager};
 use crate::cadvisor::{MachineInfo, MachineInfoProvider};
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::{Period, TaskSet};
@@ -249,7 +253,9 @@ impl ContainerManagerImpl {
         let device_manager = config.features.device_plugins.then(|| {
             let numa_nodes = machine_info.topology.iter().map(|n| n.id).collect();
             let dm = Arc::new(DeviceManager::new(
-                config.kubelet_root_dir.join(super::devicemanager::api::DEVICE_PLUGINS_DIR),
+                config
+                    .kubelet_root_dir
+                    .join(super::devicemanager::api::DEVICE_PLUGINS_DIR),
                 numa_nodes,
                 affinity.clone(),
                 Arc::new(RealClock),

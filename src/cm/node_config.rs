@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use super::cgroup_manager::CgroupDriver;
 use super::cpumanager::CpuManagerConfig;
-use super::topologymanager::TopologyManagerConfig;
 use super::error::CmError;
 use super::node_allocatable::{
     ENFORCE_KUBE_RESERVED, ENFORCE_NONE, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED,
     NodeAllocatableConfig,
 };
+use super::topologymanager::TopologyManagerConfig;
 
 /// Feature gates the container manager consults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -178,7 +178,9 @@ impl Kubelet {
         get_allocatable: bool,
     ) -> crate::kubelet::server::podresources::Providers {
         use crate::kubelet::server::podresources as pr;
-        let cm = Arc::new(pr::ContainerManagerProvider(self.env.container_manager.clone()));
+        let cm = Arc::new(pr::ContainerManagerProvider(
+            self.env.container_manager.clone(),
+        ));
         pr::Providers {
             pods: Arc::new(pr::PodManagerPods(self.core.pod_manager.clone())),
             devices: cm.clone(),

@@ -90,7 +90,11 @@ pub struct NoContainerResources;
 
 #[async_trait]
 impl ContainerResources for NoContainerResources {
-    async fn get_resources(&self, _: &Pod, _: &Container) -> Result<RunContainerOptions, HelperError> {
+    async fn get_resources(
+        &self,
+        _: &Pod,
+        _: &Container,
+    ) -> Result<RunContainerOptions, HelperError> {
         Ok(RunContainerOptions::default())
     }
 }
@@ -182,7 +186,10 @@ impl RuntimeHelper for KubeletRuntimeHelper {
         pod_ips: &[String],
     ) -> Result<RunContainerOptions, HelperError> {
         // Allocated at admission; only read here (Go's GetResources).
-        let base = self.container_resources.get_resources(pod, container).await?;
+        let base = self
+            .container_resources
+            .get_resources(pod, container)
+            .await?;
         let allocatable = (self.config.node_allocatable)();
         let host_ips = (self.config.host_ips)();
         // Without an API server there is no service list and no service

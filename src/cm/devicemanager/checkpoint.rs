@@ -124,7 +124,9 @@ fn spew_strings(out: &mut String, list: Option<&Vec<String>>) {
 impl CheckpointData {
     /// go-spew's `%#v` of Go's `checkpointData`.
     pub fn spew(&self) -> String {
-        let mut out = String::from("(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
+        let mut out = String::from(
+            "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)",
+        );
         match &self.pod_device_entries {
             None => out.push_str("<nil>"),
             Some(entries) => {

@@ -62,11 +62,10 @@ impl Endpoint {
         let path = socket_path.to_path_buf();
         let dial_path = path.clone();
         let endpoint = TonicEndpoint::from_static("http://localhost").connect_timeout(DIAL_TIMEOUT);
-        let channel = endpoint
-            .connect_with_connector(tower::service_fn(move |_: Uri| {
-                let p = dial_path.clone();
-                async move { tokio::net::UnixStream::connect(p).await.map(TokioIo::new) }
-            }));
+        let channel = endpoint.connect_with_connector(tower::service_fn(move |_: Uri| {
+            let p = dial_path.clone();
+            async move { tokio::net::UnixStream::connect(p).await.map(TokioIo::new) }
+        }));
         let channel = tokio::time::timeout(DIAL_TIMEOUT, channel)
             .await
             .map_err(|_| DeviceManagerError::Dial {
@@ -204,7 +203,10 @@ impl Endpoint {
             .map_err(|s| DeviceManagerError::PreferredAllocation(rpc_error(&s)))
     }
 
-    pub async fn allocate(&self, devs: Vec<String>) -> Result<AllocateResponse, DeviceManagerError> {
+    pub async fn allocate(
+        &self,
+        devs: Vec<String>,
+    ) -> Result<AllocateResponse, DeviceManagerError> {
         let mut c = self.client()?;
         let req = AllocateRequest {
             container_requests: vec![ContainerAllocateRequest { devices_ids: devs }],

@@ -44,7 +44,9 @@ pub enum DeviceManagerError {
         requested: usize,
         available: usize,
     },
-    #[error("unexpectedly allocated less resources than required. Requested: {requested}, Got: {got}")]
+    #[error(
+        "unexpectedly allocated less resources than required. Requested: {requested}, Got: {got}"
+    )]
     ShortAllocation { requested: usize, got: usize },
     #[error("unknown Device Plugin {0}")]
     UnknownPlugin(String),

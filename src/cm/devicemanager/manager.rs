@@ -296,7 +296,11 @@ impl DeviceManager {
         let blob = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                tracing::info!(checkpoint = CHECKPOINT_FILE, err = "checkpoint is not found", "Failed to read data from checkpoint");
+                tracing::info!(
+                    checkpoint = CHECKPOINT_FILE,
+                    err = "checkpoint is not found",
+                    "Failed to read data from checkpoint"
+                );
                 return Ok(());
             }
             Err(source) => return Err(DeviceManagerError::Read { path, source }),
@@ -438,7 +442,9 @@ impl DeviceManager {
                 }
             };
             let Some(first) = resp.container_responses.first().cloned() else {
-                return Err(DeviceManagerError::EmptyAllocateResponse(format!("{resp:?}")));
+                return Err(DeviceManagerError::EmptyAllocateResponse(format!(
+                    "{resp:?}"
+                )));
             };
             let mut st = self.lock();
             let per_numa = devices_per_numa(&st, &resource, &devices);
@@ -463,7 +469,10 @@ impl DeviceManager {
     ) -> Result<Option<BTreeSet<String>>, DeviceManagerError> {
         let mut st = self.lock();
         let mut needed = required;
-        if let Some(devices) = st.pod_devices.container_devices(pod_uid, container, resource) {
+        if let Some(devices) = st
+            .pod_devices
+            .container_devices(pod_uid, container, resource)
+        {
             crate::vlog!(3, resource_name = %resource, container_name = %container, pod_uid = %pod_uid, devices = ?devices, "Found pre-allocated devices for resource on pod");
             if devices.len() != required {
                 return Err(DeviceManagerError::ChangedRequest {
@@ -506,7 +515,11 @@ impl DeviceManager {
         if take(&mut st, reusable, &mut allocated, &mut needed) {
             return Ok(Some(allocated));
         }
-        let in_use = st.allocated.entry(resource.to_string()).or_default().clone();
+        let in_use = st
+            .allocated
+            .entry(resource.to_string())
+            .or_default()
+            .clone();
         let available: BTreeSet<String> = st
             .healthy
             .get(resource)
@@ -611,7 +624,10 @@ impl DeviceManager {
         available: &BTreeSet<String>,
     ) -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) {
         let hint = self.affinity.get_affinity(pod_uid, container);
-        let Some(mask) = hint.numa_node_affinity.filter(|_| has_topology(st, resource)) else {
+        let Some(mask) = hint
+            .numa_node_affinity
+            .filter(|_| has_topology(st, resource))
+        else {
             return (BTreeSet::new(), BTreeSet::new(), available.clone());
         };
         let devices = st.all_devices.get(resource);
@@ -719,7 +735,9 @@ impl DeviceManager {
                 crate::vlog!(4, resource_name = %resource, "Plugin options indicate to skip PreStartContainer for resource");
                 return Ok(());
             }
-            let Some(devices) = st.pod_devices.container_devices(pod_uid, container, resource)
+            let Some(devices) = st
+                .pod_devices
+                .container_devices(pod_uid, container, resource)
             else {
                 return Err(DeviceManagerError::NoDevicesInCache {
                     pod_uid: pod_uid.to_string(),

@@ -116,7 +116,10 @@ fn checkpoint_go_vectors_round_trip() {
         pd.to_checkpoint_data(),
         [("nvidia.com/gpu".to_string(), vec!["tegra".to_string()])].into(),
     );
-    assert_eq!(String::from_utf8(ours.marshal().unwrap()).unwrap(), vectors[1]);
+    assert_eq!(
+        String::from_utf8(ours.marshal().unwrap()).unwrap(),
+        vectors[1]
+    );
 }
 
 #[test]
@@ -153,7 +156,10 @@ fn checkpoint_corruption_and_spew_text() {
         BTreeMap::new(),
     );
     let json = serde_json::to_string(&cp).unwrap();
-    assert!(json.contains(r#""DeviceIDs":{"10":["b"],"2":["a"]}"#), "{json}");
+    assert!(
+        json.contains(r#""DeviceIDs":{"10":["b"],"2":["a"]}"#),
+        "{json}"
+    );
 }
 
 /// Allocations and registered resources survive a restart: the resource
@@ -205,10 +211,7 @@ async fn checkpoint_survives_restart_and_grace_period_ends() {
     assert_eq!(cap.allocatable["example.com/foo"].value(), 0);
     assert!(cap.removed.is_empty());
     // Admission still counts the allocated device.
-    assert_eq!(
-        again.admission_allocatable()["example.com/foo"].value(),
-        1
-    );
+    assert_eq!(again.admission_allocatable()["example.com/foo"].value(), 1);
     tokio::time::advance(ENDPOINT_STOP_GRACE_PERIOD + Duration::from_secs(1)).await;
     let cap = again.get_capacity();
     assert!(cap.capacity.is_empty());
@@ -304,7 +307,12 @@ struct HintCase {
     description: &'static str,
     limits: &'static [(&'static str, i64)],
     devices: Vec<(&'static str, Vec<Device>)>,
-    allocated: &'static [(&'static str, &'static str, &'static str, &'static [&'static str])],
+    allocated: &'static [(
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+    )],
     expected: Vec<(&'static str, Option<Vec<TopologyHint>>)>,
 }
 
@@ -329,7 +337,10 @@ fn container_topology_hints_as_go() {
         HintCase {
             description: "Single Request, one device per socket",
             limits: &[("testdevice", 1)],
-            devices: vec![("testdevice", vec![dev("Dev1", Some(0)), dev("Dev2", Some(1))])],
+            devices: vec![(
+                "testdevice",
+                vec![dev("Dev1", Some(0)), dev("Dev2", Some(1))],
+            )],
             allocated: &[],
             expected: vec![(
                 "testdevice",
@@ -339,7 +350,10 @@ fn container_topology_hints_as_go() {
         HintCase {
             description: "Request for 2, one device per socket",
             limits: &[("testdevice", 2)],
-            devices: vec![("testdevice", vec![dev("Dev1", Some(0)), dev("Dev2", Some(1))])],
+            devices: vec![(
+                "testdevice",
+                vec![dev("Dev1", Some(0)), dev("Dev2", Some(1))],
+            )],
             allocated: &[],
             expected: vec![("testdevice", Some(vec![h(&[0, 1], true)]))],
         },
@@ -373,7 +387,12 @@ fn container_topology_hints_as_go() {
                     dev("Dev4", Some(1)),
                 ],
             )],
-            allocated: &[("fakePod", "fakeOtherContainer", "testdevice", &["Dev1", "Dev2"])],
+            allocated: &[(
+                "fakePod",
+                "fakeOtherContainer",
+                "testdevice",
+                &["Dev1", "Dev2"],
+            )],
             expected: vec![("testdevice", Some(vec![h(&[0, 1], false)]))],
         },
         HintCase {
@@ -418,7 +437,10 @@ fn container_topology_hints_as_go() {
         HintCase {
             description: "Single device type, all already allocated to container",
             limits: &[("testdevice", 2)],
-            devices: vec![("testdevice", vec![dev("Dev1", Some(0)), dev("Dev2", Some(0))])],
+            devices: vec![(
+                "testdevice",
+                vec![dev("Dev1", Some(0)), dev("Dev2", Some(0))],
+            )],
             allocated: &[("fakePod", "fakeContainer", "testdevice", &["Dev1", "Dev2"])],
             expected: vec![("testdevice", Some(vec![h(&[0], true), h(&[0, 1], false)]))],
         },
@@ -469,10 +491,9 @@ fn container_topology_hints_as_go() {
                 r.to_string(),
                 devs.iter().map(|d| (d.id.clone(), d.clone())).collect(),
             );
-            m.lock().healthy.insert(
-                r.to_string(),
-                devs.iter().map(|d| d.id.clone()).collect(),
-            );
+            m.lock()
+                .healthy
+                .insert(r.to_string(), devs.iter().map(|d| d.id.clone()).collect());
         }
         set_allocated(&m, tc.allocated);
         let container = &p.spec.as_ref().unwrap().containers[0];
@@ -506,14 +527,21 @@ fn pod_topology_hints_and_requests() {
             ("c3", &[("notRegistered", 2)]),
         ],
     );
-    let want: BTreeMap<String, usize> =
-        [("testdevice1".to_string(), 2), ("testdevice2".to_string(), 3)].into();
+    let want: BTreeMap<String, usize> = [
+        ("testdevice1".to_string(), 2),
+        ("testdevice2".to_string(), 3),
+    ]
+    .into();
     assert_eq!(m.pod_device_request(&p), want);
     let hints = m.get_pod_topology_hints(&p);
     let h = |bits: &[u32], preferred| TopologyHint::new(mask(bits), preferred);
     assert_eq!(
         hints["testdevice1"].clone().map(sorted),
-        Some(sorted(vec![h(&[0], true), h(&[1], true), h(&[0, 1], false)]))
+        Some(sorted(vec![
+            h(&[0], true),
+            h(&[1], true),
+            h(&[0, 1], false)
+        ]))
     );
     assert_eq!(
         hints["testdevice2"].clone().map(sorted),
@@ -557,7 +585,11 @@ fn devices_to_allocate_reuses_init_devices() {
         .unwrap();
     assert_eq!(got, BTreeSet::from(["d1".into(), "d2".into(), "d3".into()]));
     // Already allocated: nothing to do; another count: refused.
-    assert_eq!(m.devices_to_allocate("u", "init", r, 2, &BTreeSet::new()).unwrap(), None);
+    assert_eq!(
+        m.devices_to_allocate("u", "init", r, 2, &BTreeSet::new())
+            .unwrap(),
+        None
+    );
     let err = m
         .devices_to_allocate("u", "init", r, 1, &BTreeSet::new())
         .unwrap_err();
@@ -595,7 +627,11 @@ impl crate::cm::topologymanager::HintProvider for NodeOne {
         _: &Pod,
         _: &k8s_openapi::api::core::v1::Container,
     ) -> crate::cm::topologymanager::ProviderHints {
-        [("x".to_string(), Some(vec![TopologyHint::new(mask(&[1]), true)]))].into()
+        [(
+            "x".to_string(),
+            Some(vec![TopologyHint::new(mask(&[1]), true)]),
+        )]
+        .into()
     }
     fn pod_topology_hints(&self, _: &Pod) -> crate::cm::topologymanager::ProviderHints {
         Default::default()
@@ -639,7 +675,10 @@ fn allocation_follows_numa_affinity() {
         m.filter_by_affinity(&st, "u", "c", r, &available)
     };
     let (aligned, unaligned, none) = split(&m);
-    assert!(aligned.is_empty() && unaligned.is_empty(), "no affinity yet");
+    assert!(
+        aligned.is_empty() && unaligned.is_empty(),
+        "no affinity yet"
+    );
     assert_eq!(none.len(), 5);
 
     let tm = crate::cm::topologymanager::TopologyManager::new(
@@ -653,14 +692,22 @@ fn allocation_follows_numa_affinity() {
     )
     .unwrap();
     tm.admit(&pod("u", &[], &[("c", &[])])).unwrap();
-    let set = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+    let set = |l: &[&str]| {
+        l.iter()
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<String>>()
+    };
     let (aligned, unaligned, none) = split(&m);
     assert_eq!(aligned, set(&["b1", "c1"]));
     assert_eq!(unaligned, set(&["a0", "d0"]));
     assert_eq!(none, set(&["e"]));
-    let got = m.devices_to_allocate("u", "c", r, 2, &BTreeSet::new()).unwrap();
+    let got = m
+        .devices_to_allocate("u", "c", r, 2, &BTreeSet::new())
+        .unwrap();
     assert_eq!(got, Some(set(&["b1", "c1"])));
-    let got = m.devices_to_allocate("u", "c2", r, 3, &BTreeSet::new()).unwrap();
+    let got = m
+        .devices_to_allocate("u", "c2", r, 3, &BTreeSet::new())
+        .unwrap();
     assert_eq!(got.map(|g| g.len()), Some(3));
 }
 
@@ -677,8 +724,20 @@ fn run_options_first_of_duplicates_wins() {
         annotations: [("a".to_string(), env.to_string())].into(),
         ..Default::default()
     };
-    pd.insert("u", "c", "r/a", [(-1, vec!["1".into()])].into(), resp("x", "/h1"));
-    pd.insert("u", "c", "r/b", [(-1, vec!["2".into()])].into(), resp("y", "/h2"));
+    pd.insert(
+        "u",
+        "c",
+        "r/a",
+        [(-1, vec!["1".into()])].into(),
+        resp("x", "/h1"),
+    );
+    pd.insert(
+        "u",
+        "c",
+        "r/b",
+        [(-1, vec!["2".into()])].into(),
+        resp("y", "/h2"),
+    );
     let o = pd.device_run_container_options("u", "c").unwrap();
     assert_eq!(o.envs, vec![("E".to_string(), "x".to_string())]);
     assert_eq!(o.mounts.len(), 1);

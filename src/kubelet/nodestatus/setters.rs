@@ -267,7 +267,10 @@ fn set_machine_info(
             }
             let dp = &inputs.device_plugins;
             for (k, q) in &dp.capacity {
-                if capacity.get(k).and_then(|o| parse_quantity(&o.0).ok()).map(|o| o.value())
+                if capacity
+                    .get(k)
+                    .and_then(|o| parse_quantity(&o.0).ok())
+                    .map(|o| o.value())
                     != Some(q.value())
                 {
                     crate::vlog!(2, plugin = %k, capacity = q.value(), "Updated capacity for device plugin");
@@ -290,7 +293,10 @@ fn set_machine_info(
         alloc.insert(k, to_api(&q));
     }
     for (k, q) in &inputs.device_plugins.allocatable {
-        if alloc.get(k).and_then(|o| parse_quantity(&o.0).ok()).map(|o| o.value())
+        if alloc
+            .get(k)
+            .and_then(|o| parse_quantity(&o.0).ok())
+            .map(|o| o.value())
             != Some(q.value())
         {
             crate::vlog!(2, device = %k, allocatable = q.value(), "Updated allocatable");

@@ -52,7 +52,9 @@ impl v1::pod_resources_lister_server::PodResourcesLister for V1Server {
                 }
             })
             .collect();
-        Ok(Response::new(v1::ListPodResourcesResponse { pod_resources }))
+        Ok(Response::new(v1::ListPodResourcesResponse {
+            pod_resources,
+        }))
     }
 
     async fn get_allocatable_resources(

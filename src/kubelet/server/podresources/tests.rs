@@ -112,13 +112,11 @@ async fn list_reports_every_app_container() {
         }]
     );
 
-    let alloc = V1Lister::get_allocatable_resources(
-        &s,
-        Request::new(v1::AllocatableResourcesRequest {}),
-    )
-    .await
-    .unwrap()
-    .into_inner();
+    let alloc =
+        V1Lister::get_allocatable_resources(&s, Request::new(v1::AllocatableResourcesRequest {}))
+            .await
+            .unwrap()
+            .into_inner();
     assert_eq!(alloc.cpu_ids, vec![1, 2, 3]);
     assert_eq!(alloc.devices.len(), 1);
     assert_eq!(alloc.memory, Vec::<ContainerMemory>::new());
@@ -129,7 +127,10 @@ async fn list_reports_every_app_container() {
     )
     .await
     .unwrap_err();
-    assert_eq!(off.message(), "resource GetAllocatableResources unavailable");
+    assert_eq!(
+        off.message(),
+        "resource GetAllocatableResources unavailable"
+    );
 }
 
 #[test]
@@ -140,10 +141,19 @@ fn devices_per_numa_node() {
     let devs: ResourceDeviceInstances = [(
         "r/x".to_string(),
         [
-            ("a".to_string(), dp::Device { topology: None, ..Default::default() }),
+            (
+                "a".to_string(),
+                dp::Device {
+                    topology: None,
+                    ..Default::default()
+                },
+            ),
             (
                 "b".to_string(),
-                dp::Device { topology: Some(topo(&[0, 1])), ..Default::default() },
+                dp::Device {
+                    topology: Some(topo(&[0, 1])),
+                    ..Default::default()
+                },
             ),
         ]
         .into(),
@@ -157,5 +167,8 @@ fn devices_per_numa_node() {
             nodes: vec![NumaNode { id: n }],
         }),
     };
-    assert_eq!(out, vec![one("a", None), one("b", Some(0)), one("b", Some(1))]);
+    assert_eq!(
+        out,
+        vec![one("a", None), one("b", Some(0)), one("b", Some(1))]
+    );
 }
