@@ -9,7 +9,9 @@
 //! assignment; pod-resources v1/v1alpha1 List and GetAllocatableResources
 //! show it. After a kubelet restart the plugin registers again on the new
 //! socket, the checkpoint is loaded and the pod keeps its device (its
-//! container is not recreated, nothing is allocated again).
+//! container is not recreated, nothing is allocated again). In API mode
+//! the Node reports the devices (capacity and allocatable 2), and when the
+//! plugin's stream ends, capacity 2 with allocatable 0.
 
 #[path = "e2e/harness.rs"]
 #[allow(dead_code)]
@@ -55,6 +57,8 @@ struct Calls {
 struct Plugin {
     mount_source: PathBuf,
     calls: Arc<Mutex<Calls>>,
+    /// Cancelled: the plugin goes away (its ListAndWatch stream ends).
+    stop: CancellationToken,
 }
 
 type DeviceStream =
@@ -83,11 +87,17 @@ impl DevicePlugin for Plugin {
                 topology: None,
             })
             .collect();
-        let first = futures::stream::once(async move { Ok(ListAndWatchResponse { devices }) });
-        Ok(Response::new(Box::pin(futures::StreamExt::chain(
-            first,
-            futures::stream::pending(),
-        ))))
+        // One list, then the stream stays open until the plugin stops.
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let _ = tx.try_send(Ok(ListAndWatchResponse { devices }));
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            drop(tx);
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     async fn get_preferred_allocation(
@@ -167,7 +177,8 @@ async fn unix_channel(path: &Path) -> Option<Channel> {
 
 /// Serves the plugin on `<dir>/<socket>` and registers it with the
 /// kubelet's socket in the same directory (retrying until it answers).
-async fn run_plugin(dir: &Path, socket: &str, plugin: Plugin, stop: CancellationToken) {
+async fn run_plugin(dir: &Path, socket: &str, plugin: Plugin) {
+    let stop = plugin.stop.clone();
     let path = dir.join(socket);
     let _ = std::fs::remove_file(&path);
     let listener = tokio::net::UnixListener::bind(&path).expect("plugin socket");
@@ -280,9 +291,11 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
     std::fs::create_dir_all(&mount_source).unwrap();
     std::fs::write(mount_source.join("id"), "foo").unwrap();
     let calls = Arc::new(Mutex::new(Calls::default()));
+    let stop1 = CancellationToken::new();
     let plugin = Plugin {
         mount_source: mount_source.clone(),
         calls: calls.clone(),
+        stop: stop1.clone(),
     };
 
     // A stale file in the plugin directory goes at start; the checkpoint
@@ -295,8 +308,7 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
     })
     .await
     .expect("registration socket, stale files gone");
-    let stop1 = CancellationToken::new();
-    run_plugin(&dp_dir, "foo.sock", plugin.clone(), stop1.clone()).await;
+    run_plugin(&dp_dir, "foo.sock", plugin).await;
 
     // The devices are registered: the checkpoint lists them.
     let cp_path = dp_dir.join("kubelet_internal_checkpoint");
@@ -409,9 +421,11 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
         "socket removed at stop"
     );
     let restarted_calls = Arc::new(Mutex::new(Calls::default()));
+    let stop2 = CancellationToken::new();
     let plugin2 = Plugin {
         mount_source: mount_source.clone(),
         calls: restarted_calls.clone(),
+        stop: stop2.clone(),
     };
     let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, NODE), |s| deps(&dirs, s));
     support::eventually(WAIT, || async {
@@ -419,8 +433,7 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
     })
     .await
     .expect("registration socket again");
-    let stop2 = CancellationToken::new();
-    run_plugin(&dp_dir, "foo-2.sock", plugin2, stop2.clone()).await;
+    run_plugin(&dp_dir, "foo-2.sock", plugin2).await;
 
     let again = wait_pod(p.read_only, &pod_name, WAIT, "Running", |pod| {
         is_running(pod, "c")
@@ -456,4 +469,79 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
     .expect("pod gone");
     kubelet.stop().await.expect("clean stop");
     stop2.cancel();
+}
+
+/// This machine's outbound IPv4 address (what `--node-ip` names).
+fn host_ip() -> String {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp socket");
+    s.connect("10.255.255.255:9").expect("udp connect");
+    s.local_addr().expect("local addr").ip().to_string()
+}
+
+fn node_quantity(n: &k8s_openapi::api::core::v1::Node, field: &str) -> Option<String> {
+    let s = n.status.as_ref()?;
+    let list = if field == "capacity" {
+        s.capacity.as_ref()
+    } else {
+        s.allocatable.as_ref()
+    }?;
+    Some(list.get(RESOURCE)?.0.clone())
+}
+
+/// In API mode the Node reports the plugin's devices: capacity and
+/// allocatable 2; when the plugin goes away its devices stay in capacity
+/// with allocatable 0 (for the grace period).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_mode_node_status_reports_device_plugin_resources() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dirs = NodeDirs::new();
+    let Some(rig) = Containerd::start("e2e_device_plugin_api") else {
+        return;
+    };
+    let api = support::apiserver::TestApi::start().await;
+    let node = api.unique_name("dpnode");
+    let root_cg = make_cgroup_root(&rig, "deviceplugin-api");
+    let cfg = config(
+        &dirs,
+        &root_cg,
+        Ports {
+            main: 22313,
+            read_only: 22314,
+            healthz: 22315,
+        },
+        "nodeStatusUpdateFrequency: 1s\nnodeStatusReportFrequency: 2s\n",
+    );
+    let kubeconfig = api.kubeconfig_for_node(&dirs.path(""), &node).await;
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    argv.push(format!("--node-ip={}", host_ip()));
+    let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
+    let dp_dir = dirs.path("root").join("device-plugins");
+    support::eventually(WAIT, || async {
+        dp_dir.join("kubelet.sock").exists().then_some(())
+    })
+    .await
+    .expect("registration socket");
+    let stop = CancellationToken::new();
+    let plugin = Plugin {
+        mount_source: dirs.path("host"),
+        calls: Default::default(),
+        stop: stop.clone(),
+    };
+    run_plugin(&dp_dir, "foo.sock", plugin).await;
+
+    use k8s_openapi::api::core::v1::Node;
+    api.wait_for::<Node>(None, &node, WAIT, |n| {
+        node_quantity(n, "capacity").as_deref() == Some("2")
+            && node_quantity(n, "allocatable").as_deref() == Some("2")
+    })
+    .await;
+    stop.cancel();
+    api.wait_for::<Node>(None, &node, WAIT, |n| {
+        node_quantity(n, "capacity").as_deref() == Some("2")
+            && node_quantity(n, "allocatable").as_deref() == Some("0")
+    })
+    .await;
+    kubelet.stop().await.expect("clean stop");
+    api.cleanup().await;
 }
