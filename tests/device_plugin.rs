@@ -3,9 +3,9 @@
 //! plugin built here (a tonic DevicePlugin server on a unix socket in the
 //! kubelet's device-plugins directory) that registers `example.com/foo`
 //! with two devices, prefers the last one offered, asks for
-//! PreStartContainer, and answers Allocate with `FOO_DEVICE=<ids>` and a
-//! read-only mount. A static pod asking for one device runs with both in
-//! its OCI spec; the checkpoint is Go's (checksum verified) with the
+//! PreStartContainer, and answers Allocate with `FOO_DEVICE=<ids>`, a
+//! read-only mount, a device node and an annotation. A static pod asking
+//! for one device runs with all of them in its OCI spec / CRI status; the checkpoint is Go's (checksum verified) with the
 //! assignment; pod-resources v1/v1alpha1 List and GetAllocatableResources
 //! show it. After a kubelet restart the plugin registers again on the new
 //! socket, the checkpoint is loaded and the pod keeps its device (its
@@ -29,9 +29,9 @@ use kubelet::cm::devicemanager::api::device_plugin_server::{DevicePlugin, Device
 use kubelet::cm::devicemanager::api::registration_client::RegistrationClient;
 use kubelet::cm::devicemanager::api::{
     AllocateRequest, AllocateResponse, ContainerAllocateResponse,
-    ContainerPreferredAllocationResponse, Device, DevicePluginOptions, Empty, ListAndWatchResponse,
-    Mount, PreStartContainerRequest, PreStartContainerResponse, PreferredAllocationRequest,
-    PreferredAllocationResponse, RegisterRequest,
+    ContainerPreferredAllocationResponse, Device, DevicePluginOptions, DeviceSpec, Empty,
+    ListAndWatchResponse, Mount, PreStartContainerRequest, PreStartContainerResponse,
+    PreferredAllocationRequest, PreferredAllocationResponse, RegisterRequest,
 };
 use kubelet::cm::devicemanager::checkpoint::DeviceCheckpoint;
 use kubelet::cri::RuntimeService;
@@ -136,7 +136,12 @@ impl DevicePlugin for Plugin {
                     host_path: self.mount_source.display().to_string(),
                     read_only: true,
                 }],
-                ..Default::default()
+                devices: vec![DeviceSpec {
+                    container_path: "/dev/foo0".into(),
+                    host_path: "/dev/null".into(),
+                    permissions: "rw".into(),
+                }],
+                annotations: [("example.com/foo-ids".to_string(), c.devices_ids.join(","))].into(),
             });
         }
         Ok(Response::new(AllocateResponse {
@@ -370,6 +375,21 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
             .iter()
             .any(|o| o == "ro"),
         "{mount}"
+    );
+
+    let devices = s["linux"]["devices"].as_array().expect("linux.devices");
+    assert!(
+        devices.iter().any(|d| d["path"] == "/dev/foo0"),
+        "device in {devices:?}"
+    );
+    let status = rt.container_status(&cid, false).await.expect("status");
+    assert_eq!(
+        status
+            .status
+            .as_ref()
+            .and_then(|s| s.annotations.get("example.com/foo-ids"))
+            .map(String::as_str),
+        Some("dev-2")
     );
 
     // Go's checkpoint, checksum verified, with the assignment.
