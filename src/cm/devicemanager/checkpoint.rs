@@ -121,72 +121,97 @@ fn spew_strings(out: &mut String, list: Option<&Vec<String>>) {
     }
 }
 
+/// go-spew's `%#v` of a checkpoint's data; `ids` prints one entry's
+/// device ids with their type (the one thing v1 and v2 differ in).
+fn spew_data<E>(
+    entries: Option<&Vec<E>>,
+    registered: Option<&BTreeMap<String, Option<Vec<String>>>>,
+    head: impl Fn(&E) -> (&str, &str, &str, Option<&Vec<u8>>),
+    ids: impl Fn(&mut String, &E),
+) -> String {
+    let mut out =
+        String::from("(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
+    match entries {
+        None => out.push_str("<nil>"),
+        Some(entries) => {
+            out.push('[');
+            for (i, e) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                let (pod, container, resource, alloc) = head(e);
+                let _ = write!(
+                    out,
+                    "{{PodUID:(string){pod} ContainerName:(string){container} ResourceName:(string){resource} DeviceIDs:"
+                );
+                ids(&mut out, e);
+                out.push_str(" AllocResp:([]uint8)");
+                match alloc {
+                    None => out.push_str("<nil>"),
+                    Some(b) => {
+                        out.push('[');
+                        let bytes: Vec<String> = b.iter().map(u8::to_string).collect();
+                        out.push_str(&bytes.join(" "));
+                        out.push(']');
+                    }
+                }
+                out.push('}');
+            }
+            out.push(']');
+        }
+    }
+    out.push_str(" RegisteredDevices:(map[string][]string)");
+    match registered {
+        None => out.push_str("<nil>"),
+        Some(map) => {
+            out.push_str("map[");
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(k);
+                out.push(':');
+                spew_strings(&mut out, v.as_ref());
+            }
+            out.push(']');
+        }
+    }
+    out.push('}');
+    out
+}
+
 impl CheckpointData {
     /// go-spew's `%#v` of Go's `checkpointData`.
     pub fn spew(&self) -> String {
-        let mut out = String::from(
-            "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)",
-        );
-        match &self.pod_device_entries {
-            None => out.push_str("<nil>"),
-            Some(entries) => {
-                out.push('[');
-                for (i, e) in entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push(' ');
-                    }
-                    let _ = write!(
-                        out,
-                        "{{PodUID:(string){} ContainerName:(string){} ResourceName:(string){} DeviceIDs:(checkpoint.DevicesPerNUMA)",
-                        e.pod_uid, e.container_name, e.resource_name
-                    );
-                    match &e.device_ids {
-                        None => out.push_str("<nil>"),
-                        Some(ids) => {
-                            out.push_str("map[");
-                            for (j, (node, devs)) in ids.iter().enumerate() {
-                                if j > 0 {
-                                    out.push(' ');
-                                }
-                                let _ = write!(out, "{node}:");
-                                spew_strings(&mut out, Some(devs));
+        spew_data(
+            self.pod_device_entries.as_ref(),
+            self.registered_devices.as_ref(),
+            |e: &PodDevicesEntry| {
+                (
+                    e.pod_uid.as_str(),
+                    e.container_name.as_str(),
+                    e.resource_name.as_str(),
+                    e.alloc_resp.as_ref(),
+                )
+            },
+            |out, e| {
+                out.push_str("(checkpoint.DevicesPerNUMA)");
+                match &e.device_ids {
+                    None => out.push_str("<nil>"),
+                    Some(ids) => {
+                        out.push_str("map[");
+                        for (j, (node, devs)) in ids.iter().enumerate() {
+                            if j > 0 {
+                                out.push(' ');
                             }
-                            out.push(']');
+                            let _ = write!(out, "{node}:");
+                            spew_strings(out, Some(devs));
                         }
+                        out.push(']');
                     }
-                    out.push_str(" AllocResp:([]uint8)");
-                    match &e.alloc_resp {
-                        None => out.push_str("<nil>"),
-                        Some(b) => {
-                            out.push('[');
-                            let bytes: Vec<String> = b.iter().map(u8::to_string).collect();
-                            out.push_str(&bytes.join(" "));
-                            out.push(']');
-                        }
-                    }
-                    out.push('}');
                 }
-                out.push(']');
-            }
-        }
-        out.push_str(" RegisteredDevices:(map[string][]string)");
-        match &self.registered_devices {
-            None => out.push_str("<nil>"),
-            Some(map) => {
-                out.push_str("map[");
-                for (i, (k, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push(' ');
-                    }
-                    out.push_str(k);
-                    out.push(':');
-                    spew_strings(&mut out, v.as_ref());
-                }
-                out.push(']');
-            }
-        }
-        out.push('}');
-        out
+            },
+        )
     }
 
     /// Go's checksum of the data.
@@ -221,7 +246,37 @@ impl DeviceCheckpoint {
         if cp.checksum != cp.data.checksum() {
             return Err(DeviceManagerError::CorruptCheckpoint);
         }
+
         Ok(cp)
+    }
+
+    /// Parses and verifies a file in the v1 layout (device ids as a plain
+    /// list), converted to the current one (all devices on NUMA node 0).
+    pub fn unmarshal_v1(blob: &[u8]) -> Result<Self, DeviceManagerError> {
+        let cp: DeviceCheckpointV1 = serde_json::from_slice(blob)?;
+        if cp.checksum != cp.data.checksum() {
+            return Err(DeviceManagerError::CorruptCheckpoint);
+        }
+        let entries = cp.data.pod_device_entries.map(|list| {
+            list.into_iter()
+                .map(|e| PodDevicesEntry {
+                    pod_uid: e.pod_uid,
+                    container_name: e.container_name,
+                    resource_name: e.resource_name,
+                    device_ids: Some([(0, e.device_ids.unwrap_or_default())].into()),
+                    alloc_resp: e.alloc_resp,
+                })
+                .collect()
+        });
+        let mut out = DeviceCheckpoint {
+            data: CheckpointData {
+                pod_device_entries: entries,
+                registered_devices: cp.data.registered_devices,
+            },
+            checksum: 0,
+        };
+        out.checksum = out.data.checksum();
+        Ok(out)
     }
 
     /// The entries and registered resources.
@@ -235,5 +290,67 @@ impl DeviceCheckpoint {
                 .map(|(k, v)| (k, v.unwrap_or_default()))
                 .collect(),
         )
+    }
+}
+
+/// One entry of the v1 layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodDevicesEntryV1 {
+    #[serde(rename = "PodUID", default)]
+    pub pod_uid: String,
+    #[serde(rename = "ContainerName", default)]
+    pub container_name: String,
+    #[serde(rename = "ResourceName", default)]
+    pub resource_name: String,
+    #[serde(rename = "DeviceIDs", default)]
+    pub device_ids: Option<Vec<String>>,
+    #[serde(
+        rename = "AllocResp",
+        default,
+        serialize_with = "ser_bytes",
+        deserialize_with = "de_bytes"
+    )]
+    pub alloc_resp: Option<Vec<u8>>,
+}
+
+/// The v1 layout's data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointDataV1 {
+    #[serde(rename = "PodDeviceEntries", default)]
+    pub pod_device_entries: Option<Vec<PodDevicesEntryV1>>,
+    #[serde(rename = "RegisteredDevices", default)]
+    pub registered_devices: Option<BTreeMap<String, Option<Vec<String>>>>,
+}
+
+/// The v1 file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceCheckpointV1 {
+    #[serde(rename = "Data", default)]
+    pub data: CheckpointDataV1,
+    #[serde(rename = "Checksum", default)]
+    pub checksum: u64,
+}
+
+impl CheckpointDataV1 {
+    /// Go's v1 checksum: the spew text with the v1 type names printed as
+    /// the current ones.
+    pub fn checksum(&self) -> u64 {
+        let text = spew_data(
+            self.pod_device_entries.as_ref(),
+            self.registered_devices.as_ref(),
+            |e: &PodDevicesEntryV1| {
+                (
+                    e.pod_uid.as_str(),
+                    e.container_name.as_str(),
+                    e.resource_name.as_str(),
+                    e.alloc_resp.as_ref(),
+                )
+            },
+            |out, e| {
+                out.push_str("([]string)");
+                spew_strings(out, e.device_ids.as_ref());
+            },
+        );
+        u64::from(fnv32a(text.as_bytes()))
     }
 }

@@ -305,7 +305,23 @@ impl DeviceManager {
             }
             Err(source) => return Err(DeviceManagerError::Read { path, source }),
         };
-        let (entries, registered) = DeviceCheckpoint::unmarshal(&blob)?.into_parts();
+        let cp = match DeviceCheckpoint::unmarshal(&blob) {
+            Ok(cp) => cp,
+            Err(err) => match DeviceCheckpoint::unmarshal_v1(&blob) {
+                Ok(cp) => {
+                    tracing::info!(
+                        checkpoint = CHECKPOINT_FILE,
+                        "Read data from a V1 checkpoint"
+                    );
+                    cp
+                }
+                Err(v1) => {
+                    tracing::info!(err = %v1, "Failed to read checkpoint V1 file");
+                    return Err(err);
+                }
+            },
+        };
+        let (entries, registered) = cp.into_parts();
         let mut st = self.lock();
         st.pod_devices.from_checkpoint_data(entries);
         st.allocated = st.pod_devices.devices();

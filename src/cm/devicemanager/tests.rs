@@ -162,6 +162,42 @@ fn checkpoint_corruption_and_spew_text() {
     );
 }
 
+/// A file in the v1 layout (device ids as a list, Go's v1 checksum: the
+/// spew text with the v1 type names printed as the current ones) loads,
+/// its devices on NUMA node 0; a wrong checksum is refused.
+#[test]
+fn v1_checkpoint_is_read_and_converted() {
+    use super::checkpoint::{CheckpointDataV1, PodDevicesEntryV1};
+    let data = CheckpointDataV1 {
+        pod_device_entries: Some(vec![PodDevicesEntryV1 {
+            pod_uid: "u".into(),
+            container_name: "c".into(),
+            resource_name: "example.com/foo".into(),
+            device_ids: Some(vec!["d1".into()]),
+            alloc_resp: Some(Vec::new()),
+        }]),
+        registered_devices: Some([("example.com/foo".to_string(), Some(vec!["d1".into()]))].into()),
+    };
+    let file = |checksum: u64| {
+        format!(
+            r#"{{"Data":{},"Checksum":{checksum}}}"#,
+            serde_json::to_string(&data).unwrap()
+        )
+    };
+    let text = file(data.checksum());
+    assert!(text.contains(r#""DeviceIDs":["d1"]"#), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager(dir.path());
+    std::fs::write(m.checkpoint_path(), &text).unwrap();
+    m.read_checkpoint().unwrap();
+    let got = m.lock().pod_devices.to_checkpoint_data();
+    assert_eq!(
+        got[0].device_ids,
+        Some([(0, vec!["d1".to_string()])].into())
+    );
+    assert!(DeviceCheckpoint::unmarshal_v1(file(data.checksum() + 1).as_bytes()).is_err());
+}
+
 /// Allocations and registered resources survive a restart: the resource
 /// comes back with a stopped endpoint, at zero, until its plugin
 /// registers again or the grace period ends.
