@@ -392,6 +392,16 @@ async fn device_plugin_devices_reach_the_container_and_survive_a_restart() {
         Some("dev-2")
     );
 
+    // The registration and the Allocate call are counted.
+    let (code, metrics) = http_get(p.read_only, "/metrics").expect("/metrics");
+    assert_eq!(code, 200);
+    for family in [
+        "kubelet_device_plugin_registration_total{resource_name=\"example.com/foo\"}",
+        "kubelet_device_plugin_alloc_duration_seconds_count{resource_name=\"example.com/foo\"}",
+    ] {
+        assert!(metrics.contains(family), "{family} in /metrics");
+    }
+
     // Go's checkpoint, checksum verified, with the assignment.
     let uid = uid(&pod);
     let cp = checkpoint(&cp_path).expect("checkpoint verifies");

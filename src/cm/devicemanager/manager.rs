@@ -449,7 +449,13 @@ impl DeviceManager {
             };
             let ids: Vec<String> = devices.iter().cloned().collect();
             crate::vlog!(3, devices = ?ids, resource_name = %resource, "Making allocation request for device plugin");
-            let resp = match block_on(info.endpoint.allocate(ids)).and_then(|r| r) {
+            let started = self.clock.monotonic();
+            let result = block_on(info.endpoint.allocate(ids)).and_then(|r| r);
+            crate::metrics::kubelet::device_plugin_alloc_duration().observe(
+                &[&resource],
+                self.clock.monotonic().duration_since(started).as_secs_f64(),
+            );
+            let resp = match result {
                 Ok(r) => r,
                 Err(e) => {
                     let mut st = self.lock();

@@ -55,6 +55,7 @@ impl Registration for RegistrationService {
     async fn register(&self, request: Request<RegisterRequest>) -> Result<Response<Empty>, Status> {
         let r = request.into_inner();
         tracing::info!(resource_name = %r.resource_name, "Got registration request from device plugin with resource");
+        crate::metrics::kubelet::device_plugin_registration().inc(&[&r.resource_name]);
         if let Err(e) = validate_registration(&r) {
             tracing::info!(resource_name = %r.resource_name, err = %e, "Bad registration request from device plugin with resource");
             return Err(Status::unknown(e.to_string()));
