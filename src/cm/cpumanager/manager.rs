@@ -16,9 +16,9 @@ use super::reconcile::CpusetUpdater;
 use super::state::{ContainerMap, State};
 use super::topology::CpuTopology;
 use crate::cadvisor::MachineInfo;
-use crate::cm::admission::AllocationError;
 use crate::cm::cpuset::CpuSet;
 use crate::cm::qos_container_manager::ActivePodsFn;
+use crate::cm::admission::AllocationError;
 use crate::cm::resources::{RESOURCE_CPU, ResourceList};
 use crate::cm::topologymanager::{AffinityStore, HintProvider, ProviderHints};
 

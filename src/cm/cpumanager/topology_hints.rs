@@ -128,10 +128,7 @@ impl StaticPolicy {
             }
         });
         for hint in &mut hints {
-            if hint
-                .numa_node_affinity
-                .is_some_and(|m| m.count() == min_size)
-            {
+            if hint.numa_node_affinity.is_some_and(|m| m.count() == min_size) {
                 hint.preferred = true;
             }
         }
