@@ -146,7 +146,12 @@ impl DeviceManager {
             if let Err(e) = me.read_checkpoint() {
                 tracing::info!(err = %e, "Continue after failing to read checkpoint file. Device allocation info may NOT be up-to-date");
             }
-            std::fs::create_dir_all(&dir).map_err(|source| DeviceManagerError::Socket {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o750)
+                .create(&dir)
+                .map_err(|source| DeviceManagerError::Socket {
                 what: "create",
                 path: dir.clone(),
                 source,

@@ -62,7 +62,11 @@ impl PodResourcesServer {
         let path = dir.join(POD_RESOURCES_SOCKET);
         let p = path.clone();
         let listener = tokio::task::spawn_blocking(move || {
-            std::fs::create_dir_all(&dir)?;
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o750)
+                .create(&dir)?;
             match std::fs::remove_file(&p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
