@@ -422,6 +422,16 @@ async fn reference_config_loads_go_state_and_aligns_cpu_and_memory() {
     assert_eq!(read("cpu_manager_state"), GO_CPU_STATE.trim());
     assert_eq!(read("memory_manager_state"), memory_state);
 
+    // The pod-resources API reports the pinned container's CPU and memory.
+    let (cpus, memory, alloc_cpus) = pod_resources_of(&state_dir, "pinned")
+        .await
+        .expect("pod-resources answers");
+    assert_eq!(cpus, vec![1]);
+    assert_eq!(memory, vec![("memory".to_string(), 64 << 20, vec![0])]);
+    // Go computes the allocatable CPUs once, at start, from the shared pool
+    // less the reserved CPUs; the restored state already gave CPU 1 away.
+    assert_eq!(alloc_cpus, Vec::<i64>::new());
+
     // No CPU is left to a second Guaranteed pod: Go's reason and message.
     dirs.write_manifest(
         "more.yaml",
@@ -452,4 +462,54 @@ async fn reference_config_loads_go_state_and_aligns_cpu_and_memory() {
         dirs.remove_manifest(m);
     }
     kubelet.stop().await.expect("clean stop");
+}
+
+/// The exclusive CPUs and memory blocks pod-resources v1 List reports for a
+/// container, and the allocatable CPUs.
+async fn pod_resources_of(
+    root: &Path,
+    container: &str,
+) -> Option<(Vec<i64>, Vec<(String, u64, Vec<i64>)>, Vec<i64>)> {
+    use kubelet::kubelet::server::podresources::api::v1;
+    let path = root.join("pod-resources/kubelet.sock");
+    let ch = tonic::transport::Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let p = path.clone();
+            async move {
+                tokio::net::UnixStream::connect(p)
+                    .await
+                    .map(hyper_util::rt::TokioIo::new)
+            }
+        }))
+        .await
+        .ok()?;
+    let mut client = v1::pod_resources_lister_client::PodResourcesListerClient::new(ch);
+    let list = client
+        .list(v1::ListPodResourcesRequest {})
+        .await
+        .ok()?
+        .into_inner();
+    let c = list
+        .pod_resources
+        .iter()
+        .flat_map(|p| &p.containers)
+        .find(|c| c.name == container)?;
+    let memory = c
+        .memory
+        .iter()
+        .map(|m| {
+            let nodes = m
+                .topology
+                .iter()
+                .flat_map(|t| t.nodes.iter().map(|n| n.id))
+                .collect();
+            (m.memory_type.clone(), m.size, nodes)
+        })
+        .collect();
+    let alloc = client
+        .get_allocatable_resources(v1::AllocatableResourcesRequest {})
+        .await
+        .ok()?
+        .into_inner();
+    Some((c.cpu_ids.clone(), memory, alloc.cpu_ids))
 }

@@ -258,6 +258,7 @@ pub fn node_config(
             cpu_manager: cpu_manager_on,
             topology_manager: gate.enabled(features::TOPOLOGY_MANAGER),
             memory_manager: gate.enabled(features::MEMORY_MANAGER),
+            device_plugins: gate.enabled(features::DEVICE_PLUGINS),
         },
         cpu_manager: CpuManagerConfig {
             policy: c.cpu_manager_policy.clone(),

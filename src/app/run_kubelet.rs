@@ -43,6 +43,8 @@ pub enum RunKubeletError {
     Router(#[from] crate::kubelet::server::router::RouterError),
     #[error("failed to set up the server TLS: {0}")]
     Tls(String),
+    #[error("failed to create listener for podResources endpoint: {0}")]
+    PodResources(#[source] std::io::Error),
 }
 
 /// What run() hands RunKubelet.
@@ -128,6 +130,17 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         kubelet: Some(kubelet.server_sources()),
     };
     let c = &server.config;
+    let pod_resources = server
+        .feature_gate
+        .enabled(features::KUBELET_POD_RESOURCES)
+        .then(|| {
+            kubelet.pod_resources_providers(
+                server
+                    .feature_gate
+                    .enabled(features::KUBELET_POD_RESOURCES_GET_ALLOCATABLE),
+            )
+        });
+    let root_dir = kubelet.env.dirs.root_dir().to_path_buf();
     let running = kubelet.start(p.tasks).await?;
 
     if c.enable_server {
@@ -144,6 +157,12 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     let ro_router = read_only_router(&handlers)?;
     if let Some(ro) = read_only_server(c.address.clone(), c.read_only_port as u16, ro_router) {
         ro.bind().await?.start(p.tasks);
+    }
+    if let Some(providers) = pod_resources {
+        crate::kubelet::server::podresources::PodResourcesServer::bind(&root_dir, providers)
+            .await
+            .map_err(RunKubeletError::PodResources)?
+            .start(p.tasks);
     }
     tracing::info!("Started kubelet");
     Ok(RunOutcome::Started(running))

@@ -3,6 +3,7 @@
 //! their reason, every other one is `UnexpectedAdmissionError`).
 
 use super::cpumanager::CpuManagerError;
+use super::devicemanager::DeviceManagerError;
 use super::memorymanager::MemoryManagerError;
 
 /// The reason of an allocation failure that names no reason of its own.
@@ -17,6 +18,8 @@ pub enum AllocationError {
     Cpu(#[from] CpuManagerError),
     #[error(transparent)]
     Memory(#[from] MemoryManagerError),
+    #[error(transparent)]
+    Device(#[from] DeviceManagerError),
     #[error("Resources cannot be allocated with Topology locality")]
     TopologyAffinity,
 }
@@ -27,6 +30,7 @@ impl AllocationError {
         match self {
             AllocationError::Cpu(e) => e.admission_reason(),
             AllocationError::Memory(_) => REASON_UNEXPECTED,
+            AllocationError::Device(e) => e.admission_reason(),
             AllocationError::TopologyAffinity => REASON_TOPOLOGY_AFFINITY,
         }
     }
@@ -38,6 +42,7 @@ impl AllocationError {
             AllocationError::Memory(e) => {
                 format!("Allocate failed due to {e}, which is unexpected")
             }
+            AllocationError::Device(e) => e.admission_message(),
             AllocationError::TopologyAffinity => self.to_string(),
         }
     }

@@ -11,6 +11,9 @@ use super::capacity::{capacity_from_machine_info, ephemeral_storage_capacity};
 use super::cgroup_manager::{CgroupManager, CgroupManagerImpl};
 use super::cgroup_name::CgroupName;
 use super::cpumanager::CpuManager;
+use super::devicemanager::{
+    DeviceManager, DeviceManagerError, DevicePluginCapacity, DeviceRunContainerOptions,
+};
 use super::error::{CmError, blocking};
 use super::helpers::PodResourceOptions;
 use super::host::HostPaths;
@@ -39,7 +42,7 @@ use crate::cadvisor::{MachineInfo, MachineInfoProvider};
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::{Period, TaskSet};
 use crate::util::quantity::Quantity;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod};
 
 /// The node allocatable cgroup's name under cgroupRoot.
 pub const DEFAULT_NODE_ALLOCATABLE_CGROUP_NAME: &str = "kubepods";
@@ -122,6 +125,34 @@ pub trait ContainerManager: Send + Sync + 'static {
     fn cpu_manager(&self) -> Option<Arc<CpuManager>> {
         None
     }
+    /// The device plugin manager, when the DevicePlugins gate is on.
+    fn device_manager(&self) -> Option<Arc<DeviceManager>> {
+        None
+    }
+    /// The memory manager, when the MemoryManager gate is on.
+    fn memory_manager(&self) -> Option<Arc<MemoryManager>> {
+        None
+    }
+    /// Extended resources from the device plugins: capacity, allocatable,
+    /// and resources whose plugin is gone for good (Go's
+    /// GetDevicePluginResourceCapacity).
+    fn get_device_plugin_resource_capacity(&self) -> DevicePluginCapacity {
+        DevicePluginCapacity::default()
+    }
+    /// The device plugin resources admission may count on (healthy devices,
+    /// never fewer than are allocated).
+    fn device_plugin_admission_allocatable(&self) -> ResourceList {
+        ResourceList::new()
+    }
+    /// What the device plugins put into the container's runtime config
+    /// (Go's GetResources); PreStartContainer is called here when asked for.
+    async fn get_resources(
+        &self,
+        _pod: &Pod,
+        _container: &Container,
+    ) -> Result<DeviceRunContainerOptions, DeviceManagerError> {
+        Ok(DeviceRunContainerOptions::default())
+    }
 }
 
 struct Inner {
@@ -140,6 +171,7 @@ struct Inner {
     kubelet_cgroups: Mutex<String>,
     cpu_manager: Option<Arc<CpuManager>>,
     memory_manager: Option<Arc<MemoryManager>>,
+    device_manager: Option<Arc<DeviceManager>>,
     topology: Arc<TopologyManager>,
 }
 
@@ -223,6 +255,20 @@ impl ContainerManagerImpl {
         let kubelet_cgroups = config.kubelet_cgroups_name.clone();
         let affinity = Arc::new(AffinityStore::default());
         let mut providers: Vec<Arc<dyn HintProvider>> = Vec::new();
+        // Go's providers in order: device, CPU, memory.
+        let device_manager = config.features.device_plugins.then(|| {
+            let numa_nodes = machine_info.topology.iter().map(|n| n.id).collect();
+            let dm = Arc::new(DeviceManager::new(
+                config
+                    .kubelet_root_dir
+                    .join(super::devicemanager::api::DEVICE_PLUGINS_DIR),
+                numa_nodes,
+                affinity.clone(),
+                Arc::new(RealClock),
+            ));
+            providers.push(dm.clone() as Arc<dyn HintProvider>);
+            dm
+        });
         let cpu_manager = if config.features.cpu_manager {
             let reservation = node_allocatable_reservation(&capacity, &config.node_allocatable);
             let cpu = CpuManager::new(
@@ -274,6 +320,7 @@ impl ContainerManagerImpl {
                 kubelet_cgroups: Mutex::new(kubelet_cgroups),
                 cpu_manager,
                 memory_manager,
+                device_manager,
                 topology: Arc::new(topology),
             }),
         })
@@ -485,6 +532,7 @@ impl ContainerManager for ContainerManagerImpl {
         runtime: Option<CmRuntimeDeps>,
     ) -> Result<(), CmError> {
         let inner = self.inner.clone();
+        let sources_ready = runtime.as_ref().map(|d| d.sources_ready.clone());
         start_resource_managers(
             inner.cpu_manager.as_ref(),
             inner.memory_manager.as_ref(),
@@ -510,7 +558,8 @@ impl ContainerManager for ContainerManagerImpl {
         }
         validate_node_allocatable(&lock(&inner.capacity), &inner.config.node_allocatable)?;
         let setup = inner.clone();
-        blocking(move || setup.setup_node(active_pods)).await?;
+        let setup_pods = active_pods.clone();
+        blocking(move || setup.setup_node(setup_pods)).await?;
 
         if !inner.cgroup_root.is_empty() {
             let config = CgroupConfig::new(
@@ -582,6 +631,13 @@ impl ContainerManager for ContainerManagerImpl {
                 PERIODIC_TASKS_INTERVAL,
                 move || me.observe_kubelet(),
             );
+        }
+        // Last, as in Go: plugins may register from here on.
+        if let Some(dm) = &inner.device_manager {
+            let ready = sources_ready.unwrap_or_else(|| Arc::new(|| true));
+            dm.start(tasks, active_pods, ready)
+                .await
+                .map_err(|e| CmError::Requirement(e.to_string()))?;
         }
         Ok(())
     }
@@ -695,6 +751,44 @@ impl ContainerManager for ContainerManagerImpl {
 
     fn cpu_manager(&self) -> Option<Arc<CpuManager>> {
         self.inner.cpu_manager.clone()
+    }
+
+    fn device_manager(&self) -> Option<Arc<DeviceManager>> {
+        self.inner.device_manager.clone()
+    }
+
+    fn memory_manager(&self) -> Option<Arc<MemoryManager>> {
+        self.inner.memory_manager.clone()
+    }
+
+    fn get_device_plugin_resource_capacity(&self) -> DevicePluginCapacity {
+        self.inner
+            .device_manager
+            .as_ref()
+            .map(|d| d.get_capacity())
+            .unwrap_or_default()
+    }
+
+    fn device_plugin_admission_allocatable(&self) -> ResourceList {
+        self.inner
+            .device_manager
+            .as_ref()
+            .map(|d| d.admission_allocatable())
+            .unwrap_or_default()
+    }
+
+    async fn get_resources(
+        &self,
+        pod: &Pod,
+        container: &Container,
+    ) -> Result<DeviceRunContainerOptions, DeviceManagerError> {
+        let Some(dm) = &self.inner.device_manager else {
+            return Ok(DeviceRunContainerOptions::default());
+        };
+        Ok(dm
+            .get_device_run_container_options(pod, container)
+            .await?
+            .unwrap_or_default())
     }
 }
 

@@ -7,7 +7,8 @@
 //! limits and classes; `qos_container_manager`, `pod_container_manager` and
 //! `node_allocatable` lay out `kubepods`; `container_manager` ties it
 //! together for the kubelet; `cpumanager` pins containers to CPUs
-//! (`cpuManagerPolicy`).
+//! (`cpuManagerPolicy`); `devicemanager` serves device plugins and
+//! allocates their devices; `topologymanager` aligns both on NUMA nodes.
 
 pub mod admission;
 pub mod capacity;
@@ -18,6 +19,7 @@ pub mod container_manager;
 pub mod containermap;
 pub mod cpumanager;
 pub mod cpuset;
+pub mod devicemanager;
 pub mod error;
 pub mod helpers;
 pub mod host;

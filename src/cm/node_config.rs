@@ -32,6 +32,8 @@ pub struct CmFeatureGates {
     pub topology_manager: bool,
     /// MemoryManager (beta, on): the memory manager runs.
     pub memory_manager: bool,
+    /// DevicePlugins (beta, on): the device plugin manager runs.
+    pub device_plugins: bool,
 }
 
 impl Default for CmFeatureGates {
@@ -44,6 +46,7 @@ impl Default for CmFeatureGates {
             cpu_manager: true,
             topology_manager: true,
             memory_manager: true,
+            device_plugins: true,
         }
     }
 }

@@ -171,6 +171,25 @@ impl Kubelet {
         }
     }
 
+    /// What the pod-resources API reads: the pod manager's pods, the
+    /// container manager's device and CPU managers (no memory manager yet).
+    pub fn pod_resources_providers(
+        &self,
+        get_allocatable: bool,
+    ) -> crate::kubelet::server::podresources::Providers {
+        use crate::kubelet::server::podresources as pr;
+        let cm = Arc::new(pr::ContainerManagerProvider(
+            self.env.container_manager.clone(),
+        ));
+        pr::Providers {
+            pods: Arc::new(pr::PodManagerPods(self.core.pod_manager.clone())),
+            devices: cm.clone(),
+            cpus: cm.clone(),
+            memory: cm,
+            get_allocatable,
+        }
+    }
+
     /// The `syncloop` health check (max(2 × syncFrequency, 5 min)).
     pub fn sync_loop_health(&self) -> impl Fn() -> Result<(), String> + Send + Sync + 'static {
         let monitor = self.lifecycle.monitor.clone();

@@ -69,6 +69,84 @@ pub struct KubeletRuntimeHelper {
     /// The cluster's services (whether listed yet, and all of them); `None`
     /// without an API server.
     pub services: Option<ServicesFn>,
+    /// What the resource managers give containers (device plugin devices,
+    /// mounts, envs, annotations: Go's GetResources).
+    pub container_resources: Arc<dyn ContainerResources>,
+}
+
+/// The container manager's part of a container's run options.
+#[async_trait]
+pub trait ContainerResources: Send + Sync {
+    async fn get_resources(
+        &self,
+        pod: &Pod,
+        container: &Container,
+    ) -> Result<RunContainerOptions, HelperError>;
+}
+
+/// No resource managers: nothing to add.
+#[derive(Debug, Default)]
+pub struct NoContainerResources;
+
+#[async_trait]
+impl ContainerResources for NoContainerResources {
+    async fn get_resources(
+        &self,
+        _: &Pod,
+        _: &Container,
+    ) -> Result<RunContainerOptions, HelperError> {
+        Ok(RunContainerOptions::default())
+    }
+}
+
+/// The container manager's device plugin options as run options.
+pub struct ContainerManagerResources(pub Arc<dyn crate::cm::ContainerManager>);
+
+#[async_trait]
+impl ContainerResources for ContainerManagerResources {
+    async fn get_resources(
+        &self,
+        pod: &Pod,
+        container: &Container,
+    ) -> Result<RunContainerOptions, HelperError> {
+        use crate::kubelet::container::{Annotation, DeviceInfo, EnvVar, Mount};
+        let d = self
+            .0
+            .get_resources(pod, container)
+            .await
+            .map_err(|e| HelperError::new(e.to_string()))?;
+        Ok(RunContainerOptions {
+            envs: d.envs.into_iter().map(|(k, v)| EnvVar::new(k, v)).collect(),
+            mounts: d
+                .mounts
+                .into_iter()
+                .map(|m| Mount {
+                    name: m.container_path.clone(),
+                    container_path: m.container_path,
+                    host_path: m.host_path,
+                    read_only: m.read_only,
+                    selinux_relabel: false,
+                    propagation: Default::default(),
+                    sub_path: None,
+                })
+                .collect(),
+            devices: d
+                .devices
+                .into_iter()
+                .map(|x| DeviceInfo {
+                    path_on_host: x.host_path,
+                    path_in_container: x.container_path,
+                    permissions: x.permissions,
+                })
+                .collect(),
+            annotations: d
+                .annotations
+                .into_iter()
+                .map(|(name, value)| Annotation { name, value })
+                .collect(),
+            ..Default::default()
+        })
+    }
 }
 
 /// The services the kubelet knows: (listed at least once, services).
@@ -107,6 +185,11 @@ impl RuntimeHelper for KubeletRuntimeHelper {
         pod_ip: &str,
         pod_ips: &[String],
     ) -> Result<RunContainerOptions, HelperError> {
+        // Allocated at admission; only read here (Go's GetResources).
+        let base = self
+            .container_resources
+            .get_resources(pod, container)
+            .await?;
         let allocatable = (self.config.node_allocatable)();
         let host_ips = (self.config.host_ips)();
         // Without an API server there is no service list and no service
@@ -145,7 +228,7 @@ impl RuntimeHelper for KubeletRuntimeHelper {
                 pod_ips,
                 cluster_domain: &self.config.cluster_domain,
                 volumes: &volumes,
-                base: RunContainerOptions::default(),
+                base,
                 block_devices: Vec::new(),
                 envs: env.envs,
                 node_hosts: node_hosts.as_deref(),

@@ -465,6 +465,40 @@ pub fn graceful_shutdown_end_time() -> &'static super::GaugeVec {
     )
 }
 
+pub const DEVICE_PLUGIN_REGISTRATION: &str = "kubelet_device_plugin_registration_total";
+pub const DEVICE_PLUGIN_ALLOC_DURATION: &str = "kubelet_device_plugin_alloc_duration_seconds";
+/// Label of the device plugin families.
+pub const RESOURCE_NAME: &str = "resource_name";
+
+/// Registrations of device plugins, by resource.
+pub fn device_plugin_registration() -> &'static CounterVec {
+    static CELL: OnceLock<Arc<CounterVec>> = OnceLock::new();
+    counter(
+        &CELL,
+        Desc::new(
+            DEVICE_PLUGIN_REGISTRATION,
+            "How many times device plugins registered, per resource.",
+            &[RESOURCE_NAME],
+            Stability::Alpha,
+        ),
+    )
+}
+
+/// Latency of device plugin Allocate calls, by resource.
+pub fn device_plugin_alloc_duration() -> &'static HistogramVec {
+    static CELL: OnceLock<Arc<HistogramVec>> = OnceLock::new();
+    histogram(
+        &CELL,
+        Desc::new(
+            DEVICE_PLUGIN_ALLOC_DURATION,
+            "Seconds each device plugin Allocate call took, per resource.",
+            &[RESOURCE_NAME],
+            Stability::Alpha,
+        ),
+        default_buckets(),
+    )
+}
+
 #[cfg(test)]
 mod identity_tests {
     use super::*;

@@ -29,7 +29,8 @@ pub async fn resources(server: &KubeletServer, cm: &dyn ContainerManager) -> Arc
 
 /// The node as admission sees it in standalone mode (Go's initialNode):
 /// its name, hostname/OS/arch labels with `--node-labels`, the taints to
-/// register with, and its allocatable resources.
+/// register with, and its allocatable resources (with the device plugins'
+/// extended resources).
 pub fn admission_node(
     env: &super::Env,
     resources: Arc<NodeResources>,
@@ -55,6 +56,14 @@ pub fn admission_node(
     }
     let taints = server.config.register_with_taints.clone();
     let name = node_name.to_string();
+    let cm = env.container_manager.clone();
+    // The device plugins' resources (Go's node status has them, and its
+    // admission raises them to what is allocated).
+    let allocatable = move || {
+        let mut a = resources.get();
+        a.extend(cm.device_plugin_admission_allocatable());
+        a
+    };
     Arc::new(move || {
         // The registered Node's labels and taints once it is known (Go's
         // getNodeAnyWay), the initial node's before.
@@ -68,13 +77,13 @@ pub fn admission_node(
                     .as_ref()
                     .and_then(|s| s.taints.clone())
                     .unwrap_or_default(),
-                allocatable: resources.get(),
+                allocatable: allocatable(),
             },
             None => AdmissionNode {
                 name: name.clone(),
                 labels: labels.clone(),
                 taints: taints.clone(),
-                allocatable: resources.get(),
+                allocatable: allocatable(),
             },
         }
     })

@@ -80,6 +80,9 @@ pub(super) fn runtime_helper(i: HelperInputs<'_>) -> Arc<KubeletRuntimeHelper> {
             let lister = a.services.clone();
             Arc::new(move || lister.snapshot()) as crate::kubelet::runtime_helper::ServicesFn
         }),
+        container_resources: Arc::new(crate::kubelet::runtime_helper::ContainerManagerResources(
+            env.container_manager.clone(),
+        )),
     })
 }
 

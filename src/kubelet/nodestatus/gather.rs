@@ -79,6 +79,7 @@ impl StatusSources {
                 .get_capacity(setter.local_storage_capacity_isolation)
                 .await,
             allocatable_reservation: cm.get_node_allocatable_reservation(),
+            device_plugins: cm.get_device_plugin_resource_capacity(),
             version_info,
             runtime_type: self.runtime.runtime_type(),
             runtime_version: self.runtime.version().await.map_err(Arc::new),

@@ -81,6 +81,8 @@ pub struct StatusInputs {
     pub capacity: ResourceList,
     /// What is withheld from pods (reservations and hard eviction).
     pub allocatable_reservation: ResourceList,
+    /// Extended resources from the device plugins.
+    pub device_plugins: crate::cm::devicemanager::DevicePluginCapacity,
     pub version_info: Result<VersionInfo, Arc<VersionInfoError>>,
     pub runtime_type: String,
     /// `<type>://<version>`.
@@ -263,6 +265,24 @@ fn set_machine_info(
             {
                 capacity.insert(RESOURCE_EPHEMERAL_STORAGE.into(), to_api(q));
             }
+            let dp = &inputs.device_plugins;
+            for (k, q) in &dp.capacity {
+                if capacity
+                    .get(k)
+                    .and_then(|o| parse_quantity(&o.0).ok())
+                    .map(|o| o.value())
+                    != Some(q.value())
+                {
+                    crate::vlog!(2, plugin = %k, capacity = q.value(), "Updated capacity for device plugin");
+                }
+                capacity.insert(k.clone(), to_api(q));
+            }
+            // A removed plugin's resource stays, at zero (the scheduler
+            // then stops placing pods needing it here).
+            for k in &dp.removed {
+                crate::vlog!(2, device = %k, "Set capacity for removed resource to 0 on device removal");
+                capacity.insert(k.clone(), ApiQuantity("0".into()));
+            }
             Ok(())
         }
     };
@@ -271,6 +291,17 @@ fn set_machine_info(
     alloc.retain(|k, _| capacity_list.contains_key(k) || !is_extended_resource(k));
     for (k, q) in allocatable(&capacity_list, &inputs.allocatable_reservation) {
         alloc.insert(k, to_api(&q));
+    }
+    for (k, q) in &inputs.device_plugins.allocatable {
+        if alloc
+            .get(k)
+            .and_then(|o| parse_quantity(&o.0).ok())
+            .map(|o| o.value())
+            != Some(q.value())
+        {
+            crate::vlog!(2, device = %k, allocatable = q.value(), "Updated allocatable");
+        }
+        alloc.insert(k.clone(), to_api(q));
     }
     result
 }

@@ -67,6 +67,7 @@ fn inputs(now: SystemTime) -> StatusInputs {
         machine_info: Ok(machine()),
         capacity,
         allocatable_reservation: reservation,
+        device_plugins: Default::default(),
         version_info: Ok(VersionInfo {
             kernel_version: "6.18.44-fc-v657".into(),
             os_image: "Debian GNU/Linux 12 (bookworm)".into(),
@@ -360,4 +361,43 @@ fn reboot_images_limit_and_extended_resources() {
             .contains_key("example.com/gpu")
     );
     assert_eq!(q(&node, "capacity", "pods"), "20");
+}
+
+/// Device plugin resources: capacity counts every device, allocatable the
+/// healthy ones; a removed plugin's resource stays at zero, and an extended
+/// resource gone from capacity leaves allocatable.
+#[test]
+fn device_plugin_capacity_and_allocatable() {
+    use crate::cm::devicemanager::DevicePluginCapacity;
+    let mut node = Node::default();
+    let mut i = inputs(t(0));
+    i.device_plugins = DevicePluginCapacity {
+        capacity: [
+            ("example.com/foo".to_string(), Quantity::from_decimal(3)),
+            ("example.com/bar".to_string(), Quantity::from_decimal(1)),
+        ]
+        .into(),
+        allocatable: [
+            ("example.com/foo".to_string(), Quantity::from_decimal(2)),
+            ("example.com/bar".to_string(), Quantity::from_decimal(0)),
+        ]
+        .into(),
+        removed: vec![],
+    };
+    set_node_status(&mut node, &cfg(), &i);
+    assert_eq!(q(&node, "capacity", "example.com/foo"), "3");
+    assert_eq!(q(&node, "allocatable", "example.com/foo"), "2");
+    assert_eq!(q(&node, "capacity", "example.com/bar"), "1");
+    assert_eq!(q(&node, "allocatable", "example.com/bar"), "0");
+
+    i.device_plugins = DevicePluginCapacity {
+        removed: vec!["example.com/foo".to_string()],
+        ..Default::default()
+    };
+    set_node_status(&mut node, &cfg(), &i);
+    assert_eq!(q(&node, "capacity", "example.com/foo"), "0");
+    assert_eq!(q(&node, "allocatable", "example.com/foo"), "0");
+    // bar: nobody reports it any more, capacity keeps the last value (as
+    // Go, which only ever adds to the node's capacity).
+    assert_eq!(q(&node, "capacity", "example.com/bar"), "1");
 }

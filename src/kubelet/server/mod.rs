@@ -17,6 +17,7 @@ pub mod http_metrics;
 pub mod listen;
 pub mod logs;
 pub mod node_logs;
+pub mod podresources;
 pub mod pods;
 pub mod proxy;
 pub mod resource_metrics;

@@ -5,9 +5,8 @@
 //! failed with the handler's reason and message and never started.
 //!
 //! The eviction manager's handler runs first (through [`AdmitFn`]); the
-//! container manager's resource allocation (CPU manager) runs before the
-//! predicates. Not here: device/topology allocation (the container manager
-//! has no device or topology managers).
+//! container manager's resource allocation (topology manager over the
+//! device and CPU managers) runs before the predicates.
 
 use std::sync::Arc;
 
