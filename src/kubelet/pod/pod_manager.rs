@@ -274,6 +274,21 @@ impl PodManager {
     }
 }
 
+/// `kubelet_managed_ephemeral_containers`: the ephemeral containers of the
+/// regular pods now managed.
+fn record_ephemeral_containers(idx: &Indexes) {
+    let n = ephemeral_container_count(idx);
+    crate::metrics::library_families::managed_ephemeral_containers().set(&[], n as f64);
+}
+
+fn ephemeral_container_count(idx: &Indexes) -> usize {
+    idx.pod_by_uid
+        .values()
+        .filter_map(|p| p.spec.as_ref()?.ephemeral_containers.as_ref())
+        .map(Vec::len)
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,19 +488,4 @@ mod tests {
         }
         assert_eq!(pm.get_pods().len(), 4 * 100);
     }
-}
-
-/// `kubelet_managed_ephemeral_containers`: the ephemeral containers of the
-/// regular pods now managed.
-fn record_ephemeral_containers(idx: &Indexes) {
-    let n = ephemeral_container_count(idx);
-    crate::metrics::library_families::managed_ephemeral_containers().set(&[], n as f64);
-}
-
-fn ephemeral_container_count(idx: &Indexes) -> usize {
-    idx.pod_by_uid
-        .values()
-        .filter_map(|p| p.spec.as_ref()?.ephemeral_containers.as_ref())
-        .map(Vec::len)
-        .sum()
 }
