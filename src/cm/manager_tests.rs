@@ -354,9 +354,10 @@ fn build(
     host: &Host,
     events: Arc<Events>,
 ) -> Result<ContainerManagerImpl, super::CmError> {
-    // The CPU and device managers write under the root dir; these tests
-    // are about cgroups.
+    // The CPU, memory and device managers write under the root dir; these
+    // tests are about cgroups.
     config.features.cpu_manager = false;
+    config.features.memory_manager = false;
     config.features.device_plugins = false;
     ContainerManagerImpl::with_cgroup_manager(
         config,
