@@ -29,6 +29,20 @@ pub fn active_containers(pods: &[Arc<Pod>], pending: Option<&Arc<Pod>>) -> Activ
     active
 }
 
+/// The assignments to drop: none until every pod source is ready, then
+/// those of containers no active (or admitting) pod has.
+pub fn stale_assignments<'a>(
+    sources_ready: &dyn Fn() -> bool,
+    active_pods: &dyn Fn() -> Vec<Arc<Pod>>,
+    pending: Option<&Arc<Pod>>,
+    assigned: impl Iterator<Item = (&'a String, &'a String)>,
+) -> Vec<(String, String)> {
+    if !sources_ready() {
+        return Vec::new();
+    }
+    stale(assigned, &active_containers(&active_pods(), pending))
+}
+
 /// The (pod UID, container) pairs of `assigned` that are not active.
 pub fn stale<'a>(
     assigned: impl Iterator<Item = (&'a String, &'a String)>,

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod cpuset;
 pub mod event_type;
 pub mod fieldpath;
+pub mod gospew;
 pub mod inotify;
 pub mod lifecycle;
 pub mod lockfile;

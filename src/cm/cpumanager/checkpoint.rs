@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::error::CpuManagerError;
+use crate::util::gospew;
 
 /// The checkpoint as stored (v2).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,34 +57,7 @@ fn entries_empty(e: &Option<BTreeMap<String, BTreeMap<String, String>>>) -> bool
     e.as_ref().is_none_or(BTreeMap::is_empty)
 }
 
-/// FNV-32a (the hash behind Go's checkpoint checksums).
-pub fn fnv32a(data: &[u8]) -> u32 {
-    data.iter().fold(0x811c_9dc5_u32, |h, b| {
-        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
-    })
-}
-
-/// go-spew's `%v` of a map whose values print with `value`.
-fn spew_map<V>(
-    out: &mut String,
-    map: Option<&BTreeMap<String, V>>,
-    value: impl Fn(&mut String, &V),
-) {
-    let Some(map) = map else {
-        out.push_str("<nil>");
-        return;
-    };
-    out.push_str("map[");
-    for (i, (k, v)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(k);
-        out.push(':');
-        value(out, v);
-    }
-    out.push(']');
-}
+pub use crate::util::gospew::fnv32a;
 
 fn spew_struct(policy: &str, default: &str, entries_type: &str, entries: &str) -> String {
     let mut out = String::new();
@@ -108,8 +82,8 @@ impl CpuManagerCheckpoint {
     /// Go's checksum of this checkpoint (its own checksum field ignored).
     pub fn compute_checksum(&self) -> u64 {
         let mut entries = String::new();
-        spew_map(&mut entries, self.entries.as_ref(), |out, inner| {
-            spew_map(out, Some(inner), |out, v: &String| out.push_str(v))
+        gospew::map(&mut entries, self.entries.as_ref(), |out, inner| {
+            gospew::map(out, Some(inner), |out, v: &String| out.push_str(v))
         });
         let text = spew_struct(
             &self.policy_name,
@@ -140,7 +114,7 @@ impl CpuManagerCheckpointV1 {
     /// Go's v1 checksum (its type name printed as the v2 one's).
     pub fn compute_checksum(&self) -> u64 {
         let mut entries = String::new();
-        spew_map(&mut entries, self.entries.as_ref(), |out, v: &String| {
+        gospew::map(&mut entries, self.entries.as_ref(), |out, v: &String| {
             out.push_str(v)
         });
         let text = spew_struct(

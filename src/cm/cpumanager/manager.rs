@@ -17,7 +17,7 @@ use super::state::{ContainerMap, State};
 use super::topology::CpuTopology;
 use crate::cadvisor::MachineInfo;
 use crate::cm::admission::AllocationError;
-use crate::cm::containermap::{active_containers, stale};
+use crate::cm::containermap::stale_assignments;
 use crate::cm::cpuset::CpuSet;
 use crate::cm::qos_container_manager::ActivePodsFn;
 use crate::cm::resources::{RESOURCE_CPU, ResourceList};
@@ -283,17 +283,17 @@ impl CpuManager {
         let Some(sources) = inner.sources.clone() else {
             return;
         };
-        if !(sources.sources_ready)() {
-            return;
-        }
-        let pods = (sources.active_pods)();
-        let active = active_containers(&pods, inner.pending_admission.as_ref());
         let assigned = inner
             .state
             .assignments()
             .iter()
             .flat_map(|(uid, cs)| cs.keys().map(move |c| (uid, c)));
-        let stale = stale(assigned, &active);
+        let stale = stale_assignments(
+            sources.sources_ready.as_ref(),
+            sources.active_pods.as_ref(),
+            inner.pending_admission.as_ref(),
+            assigned,
+        );
         for (uid, name) in stale {
             tracing::error!(pod_uid = %uid, container_name = %name, "RemoveStaleState: removing container");
             inner.remove_by_ref(&uid, &name);

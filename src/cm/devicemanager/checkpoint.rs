@@ -14,7 +14,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::error::DeviceManagerError;
-use crate::cm::cpumanager::checkpoint::fnv32a;
+use crate::util::gospew::{self, fnv32a};
 
 /// The file's name in the device plugin directory.
 pub const CHECKPOINT_FILE: &str = "kubelet_internal_checkpoint";
@@ -110,17 +110,6 @@ fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error
     .transpose()
 }
 
-fn spew_strings(out: &mut String, list: Option<&Vec<String>>) {
-    match list {
-        None => out.push_str("<nil>"),
-        Some(l) => {
-            out.push('[');
-            out.push_str(&l.join(" "));
-            out.push(']');
-        }
-    }
-}
-
 /// go-spew's `%#v` of a checkpoint's data; `ids` prints one entry's
 /// device ids with their type (the one thing v1 and v2 differ in).
 fn spew_data<E>(
@@ -131,51 +120,21 @@ fn spew_data<E>(
 ) -> String {
     let mut out =
         String::from("(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
-    match entries {
-        None => out.push_str("<nil>"),
-        Some(entries) => {
-            out.push('[');
-            for (i, e) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                let (pod, container, resource, alloc) = head(e);
-                let _ = write!(
-                    out,
-                    "{{PodUID:(string){pod} ContainerName:(string){container} ResourceName:(string){resource} DeviceIDs:"
-                );
-                ids(&mut out, e);
-                out.push_str(" AllocResp:([]uint8)");
-                match alloc {
-                    None => out.push_str("<nil>"),
-                    Some(b) => {
-                        out.push('[');
-                        let bytes: Vec<String> = b.iter().map(u8::to_string).collect();
-                        out.push_str(&bytes.join(" "));
-                        out.push(']');
-                    }
-                }
-                out.push('}');
-            }
-            out.push(']');
-        }
-    }
+    gospew::list(&mut out, entries, |out, e| {
+        let (pod, container, resource, alloc) = head(e);
+        let _ = write!(
+            out,
+            "{{PodUID:(string){pod} ContainerName:(string){container} ResourceName:(string){resource} DeviceIDs:"
+        );
+        ids(out, e);
+        out.push_str(" AllocResp:([]uint8)");
+        gospew::plain_list(out, alloc);
+        out.push('}');
+    });
     out.push_str(" RegisteredDevices:(map[string][]string)");
-    match registered {
-        None => out.push_str("<nil>"),
-        Some(map) => {
-            out.push_str("map[");
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                out.push_str(k);
-                out.push(':');
-                spew_strings(&mut out, v.as_ref());
-            }
-            out.push(']');
-        }
-    }
+    gospew::map(&mut out, registered, |out, v| {
+        gospew::plain_list(out, v.as_ref())
+    });
     out.push('}');
     out
 }
@@ -196,20 +155,9 @@ impl CheckpointData {
             },
             |out, e| {
                 out.push_str("(checkpoint.DevicesPerNUMA)");
-                match &e.device_ids {
-                    None => out.push_str("<nil>"),
-                    Some(ids) => {
-                        out.push_str("map[");
-                        for (j, (node, devs)) in ids.iter().enumerate() {
-                            if j > 0 {
-                                out.push(' ');
-                            }
-                            let _ = write!(out, "{node}:");
-                            spew_strings(out, Some(devs));
-                        }
-                        out.push(']');
-                    }
-                }
+                gospew::map(out, e.device_ids.as_ref(), |out, devs| {
+                    gospew::plain_list(out, Some(devs))
+                });
             },
         )
     }
@@ -348,7 +296,7 @@ impl CheckpointDataV1 {
             },
             |out, e| {
                 out.push_str("([]string)");
-                spew_strings(out, e.device_ids.as_ref());
+                gospew::plain_list(out, e.device_ids.as_ref());
             },
         );
         u64::from(fnv32a(text.as_bytes()))

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::MemoryManagerError;
 use super::state::{Block, ContainerMemoryAssignments, MemoryTable, NumaNodeMap, NumaNodeState};
-use crate::cm::cpumanager::checkpoint::fnv32a;
+use crate::util::gospew::{self, fnv32a};
 
 /// The checkpoint as stored. Node ids are map keys in text form, ordered
 /// as Go's JSON encoder orders them (as strings).
@@ -47,35 +47,21 @@ fn spew_table(out: &mut String, t: &MemoryTable) {
     );
 }
 
-fn spew_ints(out: &mut String, ints: &[u32]) {
-    let text: Vec<String> = ints.iter().map(u32::to_string).collect();
-    let _ = write!(out, "[{}]", text.join(" "));
-}
-
 fn spew_node(out: &mut String, n: &NumaNodeState) {
     let _ = write!(
         out,
         "<*>{{NumberOfAssignments:(int){} MemoryMap:(map[v1.ResourceName]*state.MemoryTable)",
         n.number_of_assignments
     );
-    out.push_str("map[");
-    for (i, (name, table)) in n.memory_map.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(name);
-        out.push(':');
-        spew_table(out, table);
-    }
-    out.push(']');
+    gospew::map(out, Some(&n.memory_map), spew_table);
     out.push_str(" Cells:([]int)");
-    spew_ints(out, &n.cells);
+    gospew::plain_list(out, Some(&n.cells));
     out.push('}');
 }
 
 fn spew_block(out: &mut String, b: &Block) {
     out.push_str("{NUMAAffinity:([]int)");
-    spew_ints(out, &b.numa_affinity);
+    gospew::plain_list(out, Some(&b.numa_affinity));
     let _ = write!(
         out,
         " Type:(v1.ResourceName){} Size:(uint64){}}}",
@@ -123,48 +109,18 @@ impl MemoryManagerCheckpoint {
             "(*state.MemoryManagerCheckpoint){{PolicyName:(string){} MachineState:(state.NUMANodeMap)",
             self.policy_name
         );
-        match &self.machine_state {
-            None => out.push_str("<nil>"),
-            Some(_) => {
-                out.push_str("map[");
-                for (i, (id, node)) in self.numa_node_map()?.iter().enumerate() {
-                    if i > 0 {
-                        out.push(' ');
-                    }
-                    let _ = write!(out, "{id}:");
-                    spew_node(&mut out, node);
-                }
-                out.push(']');
-            }
-        }
+        let machine = self
+            .machine_state
+            .as_ref()
+            .map(|_| self.numa_node_map())
+            .transpose()?;
+        gospew::map(&mut out, machine.as_ref(), spew_node);
         out.push_str(" Entries:(state.ContainerMemoryAssignments)");
-        match &self.entries {
-            None => out.push_str("<nil>"),
-            Some(entries) => {
-                out.push_str("map[");
-                for (i, (pod, containers)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push(' ');
-                    }
-                    let _ = write!(out, "{pod}:map[");
-                    for (j, (name, blocks)) in containers.iter().enumerate() {
-                        if j > 0 {
-                            out.push(' ');
-                        }
-                        let _ = write!(out, "{name}:[");
-                        for (k, b) in blocks.iter().enumerate() {
-                            if k > 0 {
-                                out.push(' ');
-                            }
-                            spew_block(&mut out, b);
-                        }
-                        out.push(']');
-                    }
-                    out.push(']');
-                }
-                out.push(']');
-            }
-        }
+        gospew::map(&mut out, self.entries.as_ref(), |out, containers| {
+            gospew::map(out, Some(containers), |out, blocks| {
+                gospew::list(out, Some(blocks), spew_block)
+            })
+        });
         out.push_str(" Checksum:(checksum.Checksum)0}");
         Ok(u64::from(fnv32a(out.as_bytes())))
     }
