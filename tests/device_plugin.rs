@@ -520,7 +520,8 @@ fn node_quantity(n: &k8s_openapi::api::core::v1::Node, field: &str) -> Option<St
 
 /// In API mode the Node reports the plugin's devices: capacity and
 /// allocatable 2; when the plugin goes away its devices stay in capacity
-/// with allocatable 0 (for the grace period).
+/// with allocatable 0 (for the grace period); when it comes back it
+/// registers again and they are allocatable again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_mode_node_status_reports_device_plugin_resources() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -572,6 +573,21 @@ async fn api_mode_node_status_reports_device_plugin_resources() {
             && node_quantity(n, "allocatable").as_deref() == Some("0")
     })
     .await;
+    // The plugin restarts (on a new socket) and registers again: its
+    // devices are allocatable again.
+    let stop = CancellationToken::new();
+    let plugin = Plugin {
+        mount_source: dirs.path("host"),
+        calls: Default::default(),
+        stop: stop.clone(),
+    };
+    run_plugin(&dp_dir, "foo-again.sock", plugin).await;
+    api.wait_for::<Node>(None, &node, WAIT, |n| {
+        node_quantity(n, "capacity").as_deref() == Some("2")
+            && node_quantity(n, "allocatable").as_deref() == Some("2")
+    })
+    .await;
+    stop.cancel();
     kubelet.stop().await.expect("clean stop");
     api.cleanup().await;
 }
