@@ -18,6 +18,34 @@ pub struct Providers {
     pub get_allocatable: bool,
 }
 
+/// One entry per pod the kubelet runs, with one per app container (both
+/// versions' List); the devices of pods that are gone are freed first, as
+/// Go does after taking the pods.
+fn per_container<P, C>(
+    p: &Providers,
+    pod: impl Fn(String, String, Vec<C>) -> P,
+    container: impl Fn(&str, &str) -> C,
+) -> Vec<P> {
+    let pods = p.pods.get_pods();
+    p.devices.update_allocated_devices();
+    pods.iter()
+        .map(|x| {
+            let uid = x.metadata.uid.as_deref().unwrap_or("");
+            let containers = x
+                .spec
+                .iter()
+                .flat_map(|s| &s.containers)
+                .map(|c| container(uid, &c.name))
+                .collect();
+            pod(
+                x.metadata.name.clone().unwrap_or_default(),
+                x.metadata.namespace.clone().unwrap_or_default(),
+                containers,
+            )
+        })
+        .collect()
+}
+
 /// The v1 service.
 #[derive(Clone)]
 pub struct V1Server(pub Providers);
@@ -29,29 +57,20 @@ impl v1::pod_resources_lister_server::PodResourcesLister for V1Server {
         _: Request<v1::ListPodResourcesRequest>,
     ) -> Result<Response<v1::ListPodResourcesResponse>, Status> {
         let p = &self.0;
-        let pods = p.pods.get_pods();
-        p.devices.update_allocated_devices();
-        let pod_resources = pods
-            .iter()
-            .map(|pod| {
-                let uid = pod.metadata.uid.as_deref().unwrap_or("");
-                v1::PodResources {
-                    name: pod.metadata.name.clone().unwrap_or_default(),
-                    namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-                    containers: pod
-                        .spec
-                        .iter()
-                        .flat_map(|s| &s.containers)
-                        .map(|c| v1::ContainerResources {
-                            name: c.name.clone(),
-                            devices: p.devices.get_devices(uid, &c.name),
-                            cpu_ids: p.cpus.get_cpus(uid, &c.name),
-                            memory: p.memory.get_memory(uid, &c.name),
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
+        let pod_resources = per_container(
+            p,
+            |name, namespace, containers| v1::PodResources {
+                name,
+                namespace,
+                containers,
+            },
+            |uid, c| v1::ContainerResources {
+                name: c.to_string(),
+                devices: p.devices.get_devices(uid, c),
+                cpu_ids: p.cpus.get_cpus(uid, c),
+                memory: p.memory.get_memory(uid, c),
+            },
+        );
         Ok(Response::new(v1::ListPodResourcesResponse {
             pod_resources,
         }))
@@ -86,35 +105,26 @@ impl v1alpha1::pod_resources_lister_server::PodResourcesLister for V1alpha1Serve
         _: Request<v1alpha1::ListPodResourcesRequest>,
     ) -> Result<Response<v1alpha1::ListPodResourcesResponse>, Status> {
         let p = &self.0;
-        let pods = p.pods.get_pods();
-        p.devices.update_allocated_devices();
-        let pod_resources = pods
-            .iter()
-            .map(|pod| {
-                let uid = pod.metadata.uid.as_deref().unwrap_or("");
-                v1alpha1::PodResources {
-                    name: pod.metadata.name.clone().unwrap_or_default(),
-                    namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-                    containers: pod
-                        .spec
-                        .iter()
-                        .flat_map(|s| &s.containers)
-                        .map(|c| v1alpha1::ContainerResources {
-                            name: c.name.clone(),
-                            devices: p
-                                .devices
-                                .get_devices(uid, &c.name)
-                                .into_iter()
-                                .map(|d| v1alpha1::ContainerDevices {
-                                    resource_name: d.resource_name,
-                                    device_ids: d.device_ids,
-                                })
-                                .collect(),
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
+        let pod_resources = per_container(
+            p,
+            |name, namespace, containers| v1alpha1::PodResources {
+                name,
+                namespace,
+                containers,
+            },
+            |uid, c| v1alpha1::ContainerResources {
+                name: c.to_string(),
+                devices: p
+                    .devices
+                    .get_devices(uid, c)
+                    .into_iter()
+                    .map(|d| v1alpha1::ContainerDevices {
+                        resource_name: d.resource_name,
+                        device_ids: d.device_ids,
+                    })
+                    .collect(),
+            },
+        );
         Ok(Response::new(v1alpha1::ListPodResourcesResponse {
             pod_resources,
         }))
