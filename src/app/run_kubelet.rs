@@ -96,6 +96,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         container_logs_dir: Some(container_logs_dir),
         node_hosts_file: p.deps.node_hosts_file.clone(),
         api: p.api,
+        machine_info: p.deps.machine_info.clone(),
     })
     .await?;
     // BirthCry: the "Starting" event on the Node (only logged standalone).
@@ -122,6 +123,9 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
             health().map_err(Box::<dyn std::error::Error + Send + Sync>::from)
         }))
         .map_err(ServerError::Healthz)?;
+    crate::metrics::global().register(Arc::new(
+        crate::kubelet::logs::metrics::LogMetricsCollector::new(kubelet.env.pod_logs_root.clone()),
+    ));
     let handlers = ServerHandlers {
         healthz,
         configz: p.configz,

@@ -3,8 +3,10 @@
 //! kernel and OS, and filesystem capacity. Read from procfs and sysfs under
 //! an injectable root, so tests can describe any machine.
 
+pub mod container;
 mod fs;
 mod machine;
+pub mod prometheus;
 pub(crate) mod topology;
 mod types;
 

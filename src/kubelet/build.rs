@@ -15,6 +15,7 @@
 
 pub mod adapters;
 pub mod api;
+pub mod cadvisor;
 pub mod eviction;
 pub mod lifecycle;
 pub mod node;
@@ -69,6 +70,10 @@ pub enum BuildError {
     Api(#[from] api::ApiBuildError),
     #[error("failed to set up the eviction manager: {0}")]
     Eviction(String),
+    #[error("failed to read the cgroup layout for container metrics: {0}")]
+    CadvisorLayout(#[from] crate::cm::CmError),
+    #[error("container metrics set-up task failed: {0}")]
+    CadvisorTask(#[from] tokio::task::JoinError),
     #[error("failed to initialize container log manager: {0}")]
     LogManager(#[from] crate::kubelet::logs::PolicyError),
     #[error("failed to register CRI auth plugins: {0}")]
@@ -92,6 +97,8 @@ pub struct KubeletDeps {
     pub node_hosts_file: PathBuf,
     /// The API clients and event recorder; `None` standalone.
     pub api: Option<api::ApiClients>,
+    /// The machine and its versions (container metrics).
+    pub machine_info: Arc<dyn crate::cadvisor::MachineInfoProvider>,
 }
 
 /// The kubelet's settings, identity and outer handles, read by every
@@ -111,6 +118,8 @@ pub struct Env {
     pub events: Arc<dyn EventRecorder>,
     pub runtime_services: RuntimeServices,
     pub container_manager: Arc<dyn ContainerManager>,
+    /// The machine and its versions (container metrics).
+    pub machine_info: Arc<dyn crate::cadvisor::MachineInfoProvider>,
 }
 
 /// The built kubelet, ready for its start phase: each part starts on its
@@ -132,6 +141,8 @@ pub struct Kubelet {
     pub shutdown_manager: Option<Arc<ShutdownManager>>,
     /// Node, pod and container statistics (eviction, resource metrics).
     pub stats: Arc<NodeStatsProvider>,
+    /// The containers /metrics/cadvisor reports.
+    pub cadvisor: Arc<crate::kubelet::stats::CadvisorContainers>,
     pub node_resources: Arc<NodeResources>,
     pub dns: DnsConfigurer,
     /// The API-server parts; `None` standalone.
@@ -157,6 +168,8 @@ impl Kubelet {
             }),
             summary: usage.clone(),
             resource_usage: usage,
+            cadvisor: self.cadvisor.clone(),
+            clock: core.clock.clone(),
             container_logs: Arc::new(KubeletContainerLogs {
                 pod_manager: core.pod_manager.clone(),
                 status_manager: core.status_manager.clone(),
@@ -234,6 +247,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         events,
         runtime_services: deps.runtime_services,
         container_manager: deps.container_manager,
+        machine_info: deps.machine_info,
     };
     let node_resources = node::resources(&server, env.container_manager.as_ref()).await;
     let volume_manager = volumes::volume_manager(
@@ -262,6 +276,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         ContainerLogManager::build(c, env.runtime_services.runtime.clone(), core.clock.clone())?;
     let rt = runtime::build(&env, &core, &prober, helper).await?;
     let (stats, eviction_manager) = eviction::build(&env, &rt, &core, &sources).await?;
+    let cadvisor = cadvisor::build(&env, core.pod_manager.clone(), core.clock.clone()).await?;
     let (admit, gc_backoff) = (
         EvictionAdmitHandler::new(eviction_manager.clone()),
         rt.crash_backoff.clone(),
@@ -318,6 +333,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         log_manager,
         shutdown_manager,
         stats,
+        cadvisor,
         node_resources,
         dns,
         api,

@@ -24,7 +24,7 @@ pub const OPERATION_TYPE: &str = "operation_type";
 /// Label of the sandbox families.
 pub const RUNTIME_HANDLER: &str = "runtime_handler";
 
-fn counter(cell: &'static OnceLock<Arc<CounterVec>>, desc: Desc) -> &'static CounterVec {
+pub(super) fn counter(cell: &'static OnceLock<Arc<CounterVec>>, desc: Desc) -> &'static CounterVec {
     cell.get_or_init(|| {
         let vec = Arc::new(CounterVec::new(desc));
         super::global().register(vec.clone());
@@ -32,7 +32,7 @@ fn counter(cell: &'static OnceLock<Arc<CounterVec>>, desc: Desc) -> &'static Cou
     })
 }
 
-fn histogram(
+pub(super) fn histogram(
     cell: &'static OnceLock<Arc<HistogramVec>>,
     desc: Desc,
     buckets: Vec<f64>,

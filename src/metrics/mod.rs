@@ -5,8 +5,10 @@
 //! Families are registered on first use; one with no samples renders nothing,
 //! as with the Go client, so lazy registration changes no output.
 
+pub mod constant;
 pub mod gauge;
 pub mod kubelet;
+pub mod kubelet_admission;
 pub mod library_families;
 pub mod process;
 pub mod text;

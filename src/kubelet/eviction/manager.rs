@@ -308,6 +308,13 @@ impl EvictionManager {
             };
             let message = eviction_message(resource, pod, &stats);
             if self.evict_pod(pod, grace, message).await {
+                let signal = to_reclaim.signal.as_str();
+                crate::metrics::kubelet_admission::evictions().inc(&[signal]);
+                if let Some(at) = observations.get(&to_reclaim.signal).and_then(|o| o.time) {
+                    let age = self.deps.clock.now().duration_since(at).unwrap_or_default();
+                    crate::metrics::kubelet_admission::eviction_stats_age()
+                        .observe(&[signal], age.as_secs_f64());
+                }
                 return Ok(Some(vec![pod.clone()]));
             }
         }

@@ -11,6 +11,7 @@
 //! container removes its rotated logs too (the runtime manager's
 //! `remove_container_log` removes `<log>*`).
 
+pub mod metrics;
 pub mod rotate;
 
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use http::{Request, StatusCode};
 
 use super::ServerError;
+use super::cadvisor_metrics::{CADVISOR_METRICS_PATH, cadvisor_metrics_handler};
 use super::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
 use super::node_logs::{NODE_LOG_DIR, NODE_LOGS_PATH, node_logs_handler};
 use super::pods::{PodsProvider, pods_handler, running_pods_handler};
@@ -51,8 +52,14 @@ struct MetricsHandler(MetricsRenderer);
 
 impl Handler for MetricsHandler {
     fn call(&self, _req: Request<RequestBody>) -> HandlerFuture {
-        let text = (self.0)();
-        Box::pin(async move { respond(StatusCode::OK, PROMETHEUS_TEXT, text) })
+        // Collectors read procfs and the pod logs: off the runtime threads.
+        let render = self.0.clone();
+        Box::pin(async move {
+            match tokio::task::spawn_blocking(move || render()).await {
+                Ok(text) => respond(StatusCode::OK, PROMETHEUS_TEXT, text),
+                Err(e) => http_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            }
+        })
     }
 }
 
@@ -80,6 +87,9 @@ pub struct KubeletSources {
     pub pods: Arc<dyn PodsProvider>,
     pub summary: Arc<dyn SummarySource>,
     pub resource_usage: Arc<dyn ResourceUsageSource>,
+    pub cadvisor: Arc<dyn crate::kubelet::stats::CadvisorSource>,
+    /// The clock the metrics' timestamps come from.
+    pub clock: Arc<dyn crate::util::clock::Clock>,
     pub container_logs: Arc<dyn ContainerLogs>,
     pub streaming: Arc<dyn StreamingHost>,
 }
@@ -108,7 +118,8 @@ impl std::fmt::Debug for ServerHandlers {
 }
 
 /// Installs the default handlers: /healthz (and /healthz/<check>),
-/// /pods, /stats/summary, /metrics, /metrics/probes, /metrics/resource.
+/// /pods, /stats/summary, /metrics, /metrics/probes, /metrics/resource,
+/// /metrics/cadvisor.
 pub fn install_default_handlers(
     router: &mut Router,
     handlers: &ServerHandlers,
@@ -128,6 +139,10 @@ pub fn install_default_handlers(
         router.handle(
             RESOURCE_METRICS_PATH,
             resource_metrics_handler(k.resource_usage.clone()),
+        )?;
+        router.handle(
+            CADVISOR_METRICS_PATH,
+            cadvisor_metrics_handler(k.cadvisor.clone(), k.clock.clone()),
         )?;
     }
     Ok(())

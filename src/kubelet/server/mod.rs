@@ -10,6 +10,7 @@
 //! ends connections within a bounded grace.
 
 pub mod auth;
+pub mod cadvisor_metrics;
 pub mod cert;
 pub mod handlers;
 pub mod healthz_server;

@@ -3,6 +3,7 @@
 //! types): node memory and the pods cgroup's memory, the node and image
 //! filesystems, the PID limit, and per-pod container memory and disk usage.
 
+mod cadvisor;
 mod fsusage;
 mod host;
 mod memory;
@@ -12,6 +13,9 @@ mod resource;
 mod summary_json;
 mod types;
 
+pub use cadvisor::{
+    CadvisorContainers, CadvisorSource, HOUSEKEEPING_INTERVAL, pod_uid_of_leaf, runtime_id_of_leaf,
+};
 pub use fsusage::{FsUsageError, dir_fs_stats, dir_usage, statfs_usage};
 pub use memory::{
     MemoryReadError, cgroup_memory_limit, cgroup_v1_working_set, cgroup_v2_working_set,

@@ -6,8 +6,6 @@
 use std::path::Path;
 use std::time::SystemTime;
 
-/// Interfaces cadvisor ignores (by prefix).
-const IGNORED_PREFIXES: [&str; 4] = ["lo", "veth", "docker", "nerdctl"];
 /// The interface the summary's top-level counters come from.
 pub const DEFAULT_INTERFACE: &str = "eth0";
 
@@ -35,33 +33,19 @@ impl NetworkStats {
     }
 }
 
-/// Parses the text of a `net/dev` file.
+/// The summary's view of a `net/dev` file's interfaces (cadvisor's
+/// parser, loopback and virtual Ethernet ends left out).
 pub fn parse_net_dev(text: &str) -> Vec<InterfaceStats> {
-    let mut out = Vec::new();
-    for line in text.lines().skip(2) {
-        let Some((name, counters)) = line.split_once(':') else {
-            continue;
-        };
-        let name = name.trim();
-        if IGNORED_PREFIXES.iter().any(|p| name.starts_with(p)) {
-            continue;
-        }
-        let f: Vec<u64> = counters
-            .split_whitespace()
-            .filter_map(|v| v.parse().ok())
-            .collect();
-        if f.len() < 16 {
-            continue;
-        }
-        out.push(InterfaceStats {
-            name: name.to_string(),
-            rx_bytes: f[0],
-            rx_errors: f[2],
-            tx_bytes: f[8],
-            tx_errors: f[10],
-        });
-    }
-    out
+    crate::cadvisor::container::parse_net_dev(text)
+        .into_iter()
+        .map(|i| InterfaceStats {
+            name: i.name,
+            rx_bytes: i.rx_bytes,
+            rx_errors: i.rx_errors,
+            tx_bytes: i.tx_bytes,
+            tx_errors: i.tx_errors,
+        })
+        .collect()
 }
 
 /// The network statistics of the namespace `net_dev` belongs to (None when

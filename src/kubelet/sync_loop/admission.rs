@@ -352,6 +352,11 @@ impl Admission {
         let Some(preempt) = &self.preempt else {
             return Err(AdmissionError::NoEvictor);
         };
+        let signal = lacking
+            .iter()
+            .find_map(FitFailure::insufficient_amount)
+            .map(|(name, _)| name)
+            .unwrap_or_default();
         for victim in chosen {
             tracing::info!(pod = %format_pod(&victim), preemptor = %format_pod(pod), "Preempting pod to free up resources");
             preempt(victim.clone())
@@ -360,6 +365,7 @@ impl Admission {
                     pod: format_pod(&victim),
                     reason,
                 })?;
+            crate::metrics::kubelet_admission::preemptions().inc(&[&signal]);
         }
         Ok(())
     }

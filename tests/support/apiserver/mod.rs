@@ -46,7 +46,9 @@ pub use auth::UserInfo;
 pub use faults::{Fault, FaultAction, Verb};
 pub use kubeconfig::KubeUser;
 pub use options::DoubleOptions;
-pub use pki::{IssuedCert, Subject, cert_pem_subject, cert_validity, verify_client_cert_with_ca};
+pub use pki::{
+    IssuedCert, Pki, Subject, cert_pem_subject, cert_validity, verify_client_cert_with_ca,
+};
 pub use reqlog::RequestRecord;
 pub use server::ApiServerDouble;
 pub use strategic::{SmpError, apply as strategic_merge_patch};

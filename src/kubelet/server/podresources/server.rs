@@ -1,5 +1,6 @@
 //! The v1 and v1alpha1 PodResourcesLister services.
 
+use crate::metrics::kubelet_admission::{PodResourcesCount, pod_resources_inc};
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
@@ -56,6 +57,8 @@ impl v1::pod_resources_lister_server::PodResourcesLister for V1Server {
         &self,
         _: Request<v1::ListPodResourcesRequest>,
     ) -> Result<Response<v1::ListPodResourcesResponse>, Status> {
+        pod_resources_inc(PodResourcesCount::Requests, "v1");
+        pod_resources_inc(PodResourcesCount::List, "v1");
         let p = &self.0;
         let pod_resources = per_container(
             p,
@@ -80,8 +83,11 @@ impl v1::pod_resources_lister_server::PodResourcesLister for V1Server {
         &self,
         _: Request<v1::AllocatableResourcesRequest>,
     ) -> Result<Response<v1::AllocatableResourcesResponse>, Status> {
+        pod_resources_inc(PodResourcesCount::Requests, "v1");
+        pod_resources_inc(PodResourcesCount::GetAllocatable, "v1");
         let p = &self.0;
         if !p.get_allocatable {
+            pod_resources_inc(PodResourcesCount::GetAllocatableErrors, "v1");
             return Err(Status::unknown(
                 "resource GetAllocatableResources unavailable",
             ));
@@ -104,6 +110,7 @@ impl v1alpha1::pod_resources_lister_server::PodResourcesLister for V1alpha1Serve
         &self,
         _: Request<v1alpha1::ListPodResourcesRequest>,
     ) -> Result<Response<v1alpha1::ListPodResourcesResponse>, Status> {
+        pod_resources_inc(PodResourcesCount::Requests, "v1alpha1");
         let p = &self.0;
         let pod_resources = per_container(
             p,
