@@ -889,6 +889,7 @@ async fn webhook_authentication_and_authorization_guard_the_main_server() {
         metrics: None,
         probe_metrics: None,
         kubelet: None,
+        profiling: false,
     };
     let mut router = main_router(&handlers, true).unwrap();
     // A stand-in for the stats tree (another subresource to authorize).

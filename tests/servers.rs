@@ -202,6 +202,7 @@ fn handlers() -> ServerHandlers {
         metrics: Some(Arc::new(|| "kubelet_test_metric 1\n".to_string())),
         probe_metrics: None,
         kubelet: None,
+        profiling: false,
     }
 }
 

@@ -132,6 +132,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         metrics: Some(Arc::new(crate::metrics::render_text)),
         probe_metrics: Some(Arc::new(crate::metrics::render_probes_text)),
         kubelet: Some(kubelet.server_sources()),
+        profiling: server.config.enable_profiling_handler,
     };
     let c = &server.config;
     let pod_resources = server

@@ -14,6 +14,7 @@ use super::cadvisor_metrics::{CADVISOR_METRICS_PATH, cadvisor_metrics_handler};
 use super::logs::{CONTAINER_LOGS_PATH, container_logs_handler};
 use super::node_logs::{NODE_LOG_DIR, NODE_LOGS_PATH, node_logs_handler};
 use super::pods::{PodsProvider, pods_handler, running_pods_handler};
+use super::pprof::{PPROF_PATH, pprof_handler};
 use super::resource_metrics::{
     RESOURCE_METRICS_PATH, ResourceUsageSource, resource_metrics_handler,
 };
@@ -106,6 +107,8 @@ pub struct ServerHandlers {
     /// The kubelet's pods, stats, logs and streaming; `None` leaves their
     /// routes unregistered.
     pub kubelet: Option<KubeletSources>,
+    /// enableProfilingHandler: /debug/pprof/ with the debugging handlers.
+    pub profiling: bool,
 }
 
 impl std::fmt::Debug for ServerHandlers {
@@ -155,6 +158,9 @@ pub fn install_debugging_handlers(
     handlers: &ServerHandlers,
 ) -> Result<(), ServerError> {
     handlers.configz.install(router)?;
+    if handlers.profiling {
+        router.handle(PPROF_PATH, pprof_handler())?;
+    }
     if let Some(k) = &handlers.kubelet {
         router.handle("/runningpods/", running_pods_handler(k.pods.clone()))?;
         router.handle(
@@ -222,6 +228,7 @@ mod tests {
             metrics: Some(Arc::new(|| "# HELP up\nup 1\n".to_string())),
             probe_metrics: Some(Arc::new(|| "# HELP probes\n".to_string())),
             kubelet: None,
+            profiling: true,
         }
     }
 
@@ -256,6 +263,18 @@ mod tests {
             (&main_dbg, "/metrics", 200, "# HELP up\nup 1\n"),
             (&main_dbg, "/exec/ns/pod/c", 404, "404 page not found\n"),
             (&main_dbg, "/nothing", 404, "404 page not found\n"),
+            (
+                &main_dbg,
+                "/debug/pprof/heap",
+                501,
+                "heap profiles need a profiling allocator, which this kubelet is not built with\n",
+            ),
+            (
+                &main_dbg,
+                "/debug/pprof/goroutine",
+                404,
+                "Unknown profile\n",
+            ),
             (&main_nodbg, "/configz", 404, "404 page not found\n"),
             (
                 &main_nodbg,

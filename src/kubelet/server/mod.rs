@@ -20,6 +20,7 @@ pub mod logs;
 pub mod node_logs;
 pub mod podresources;
 pub mod pods;
+pub mod pprof;
 pub mod proxy;
 pub mod resource_metrics;
 pub use crate::util::router;

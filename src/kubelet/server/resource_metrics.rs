@@ -4,7 +4,6 @@
 //! autoscalers. Metric and label names are the Go kubelet's; families come
 //! sorted by name and samples by label values, as Go's gatherer writes them.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,7 +12,8 @@ use http::{Request, StatusCode};
 
 use super::router::{Handler, HandlerFuture, RequestBody, respond};
 use crate::kubelet::stats::{CpuMemory, ResourceUsage};
-use crate::metrics::text::{CONTENT_TYPE, escape_help, format_float, write_labels};
+use crate::metrics::constant::{ConstFamily, render_const};
+use crate::metrics::text::CONTENT_TYPE;
 
 /// Where the handler is registered.
 pub const RESOURCE_METRICS_PATH: &str = "/metrics/resource";
@@ -24,20 +24,12 @@ pub trait ResourceUsageSource: Send + Sync + 'static {
     async fn resource_usage(&self) -> Result<ResourceUsage, String>;
 }
 
-/// Labels, value and time of one sample.
-type Sample = (Vec<(&'static str, String)>, f64, SystemTime);
-
-struct Family {
-    name: &'static str,
-    help: &'static str,
-    kind: &'static str,
-    samples: Vec<Sample>,
-}
-
-fn millis(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+fn millis(t: SystemTime) -> Option<i64> {
+    Some(
+        t.duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+    )
 }
 
 fn cpu_seconds(u: &CpuMemory) -> Option<f64> {
@@ -48,122 +40,107 @@ fn memory(u: &CpuMemory) -> Option<f64> {
     u.memory_working_set_bytes.map(|b| b as f64)
 }
 
+fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Renders the families; `scrape_error` says whether gathering failed.
 pub fn render(usage: Option<&ResourceUsage>) -> String {
-    let mut fams = vec![
-        Family {
-            name: "container_cpu_usage_seconds_total",
-            help: "CPU time a container has used, in core-seconds",
-            kind: "counter",
-            samples: vec![],
-        },
-        Family {
-            name: "container_memory_working_set_bytes",
-            help: "A container's memory working set, in bytes",
-            kind: "gauge",
-            samples: vec![],
-        },
-        Family {
-            name: "container_start_time_seconds",
-            help: "When a container started, in seconds since the Unix epoch",
-            kind: "gauge",
-            samples: vec![],
-        },
-        Family {
-            name: "node_cpu_usage_seconds_total",
-            help: "CPU time the node has used, in core-seconds",
-            kind: "counter",
-            samples: vec![],
-        },
-        Family {
-            name: "node_memory_working_set_bytes",
-            help: "The node's memory working set, in bytes",
-            kind: "gauge",
-            samples: vec![],
-        },
-        Family {
-            name: "pod_cpu_usage_seconds_total",
-            help: "CPU time a pod has used, in core-seconds",
-            kind: "counter",
-            samples: vec![],
-        },
-        Family {
-            name: "pod_memory_working_set_bytes",
-            help: "A pod's memory working set, in bytes",
-            kind: "gauge",
-            samples: vec![],
-        },
-        Family {
-            name: "scrape_error",
-            help: "1 when gathering the resource metrics failed, else 0",
-            kind: "gauge",
-            samples: vec![],
-        },
-    ];
-    let now = SystemTime::now();
+    let family = |name, kind, help: &str| ConstFamily::new(name, kind, format!("[ALPHA] {help}"));
+    let mut container_cpu = family(
+        "container_cpu_usage_seconds_total",
+        "counter",
+        "CPU time a container has used, in core-seconds",
+    );
+    let mut container_mem = family(
+        "container_memory_working_set_bytes",
+        "gauge",
+        "A container's memory working set, in bytes",
+    );
+    let mut container_start = family(
+        "container_start_time_seconds",
+        "gauge",
+        "When a container started, in seconds since the Unix epoch",
+    );
+    let mut node_cpu = family(
+        "node_cpu_usage_seconds_total",
+        "counter",
+        "CPU time the node has used, in core-seconds",
+    );
+    let mut node_mem = family(
+        "node_memory_working_set_bytes",
+        "gauge",
+        "The node's memory working set, in bytes",
+    );
+    let mut pod_cpu = family(
+        "pod_cpu_usage_seconds_total",
+        "counter",
+        "CPU time a pod has used, in core-seconds",
+    );
+    let mut pod_mem = family(
+        "pod_memory_working_set_bytes",
+        "gauge",
+        "A pod's memory working set, in bytes",
+    );
+    let mut scrape_error = family(
+        "scrape_error",
+        "gauge",
+        "1 when gathering the resource metrics failed, else 0",
+    );
     if let Some(u) = usage {
         for c in &u.containers {
-            let labels = vec![
-                ("container", c.name.clone()),
-                ("namespace", c.namespace.clone()),
-                ("pod", c.pod.clone()),
-            ];
+            let l = labels(&[
+                ("container", &c.name),
+                ("namespace", &c.namespace),
+                ("pod", &c.pod),
+            ]);
             if let Some(v) = cpu_seconds(&c.usage) {
-                fams[0].samples.push((labels.clone(), v, c.usage.time));
+                container_cpu.push(l.clone(), v, millis(c.usage.time));
             }
             if let Some(v) = memory(&c.usage) {
-                fams[1].samples.push((labels.clone(), v, c.usage.time));
+                container_mem.push(l.clone(), v, millis(c.usage.time));
             }
             if let Some(start) = c.start_time {
                 let secs = start
                     .duration_since(UNIX_EPOCH)
                     .map(|d| d.as_secs_f64())
                     .unwrap_or(0.0);
-                fams[2].samples.push((labels, secs, start));
+                container_start.push(l, secs, millis(start));
             }
         }
         if let Some(n) = &u.node {
             if let Some(v) = cpu_seconds(n) {
-                fams[3].samples.push((vec![], v, n.time));
+                node_cpu.push(vec![], v, millis(n.time));
             }
             if let Some(v) = memory(n) {
-                fams[4].samples.push((vec![], v, n.time));
+                node_mem.push(vec![], v, millis(n.time));
             }
         }
         for p in &u.pods {
-            let labels = vec![("namespace", p.namespace.clone()), ("pod", p.name.clone())];
+            let l = labels(&[("namespace", &p.namespace), ("pod", &p.name)]);
             if let Some(v) = cpu_seconds(&p.usage) {
-                fams[5].samples.push((labels.clone(), v, p.usage.time));
+                pod_cpu.push(l.clone(), v, millis(p.usage.time));
             }
             if let Some(v) = memory(&p.usage) {
-                fams[6].samples.push((labels, v, p.usage.time));
+                pod_mem.push(l, v, millis(p.usage.time));
             }
         }
     }
-    let scrape_error = if usage.is_some() { 0.0 } else { 1.0 };
-    fams[7].samples.push((vec![], scrape_error, now));
-
-    let mut out = String::new();
-    for f in &mut fams {
-        if f.samples.is_empty() {
-            continue;
-        }
-        f.samples.sort_by(|a, b| a.0.cmp(&b.0));
-        let _ = writeln!(out, "# HELP {} [ALPHA] {}", f.name, escape_help(f.help));
-        let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
-        for (labels, value, time) in &f.samples {
-            out.push_str(f.name);
-            let pairs: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            write_labels(&mut out, &pairs);
-            // scrape_error carries no timestamp, the others their sample time.
-            if f.name == "scrape_error" {
-                let _ = writeln!(out, " {}", format_float(*value));
-            } else {
-                let _ = writeln!(out, " {} {}", format_float(*value), millis(*time));
-            }
-        }
-    }
-    out
+    // scrape_error carries no timestamp, the others their sample time.
+    scrape_error.push(vec![], if usage.is_some() { 0.0 } else { 1.0 }, None);
+    render_const(vec![
+        container_cpu,
+        container_mem,
+        container_start,
+        node_cpu,
+        node_mem,
+        pod_cpu,
+        pod_mem,
+        scrape_error,
+    ])
 }
 
 struct ResourceMetrics(Arc<dyn ResourceUsageSource>);
