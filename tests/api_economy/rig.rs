@@ -297,7 +297,9 @@ pub async fn run_batch(rig: &NodeRig, n: usize, prefix: &str, settle: Duration) 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let wall = start.elapsed();
-    settle_writes(rig, settle).await;
+    // Events go out at eventRecordQPS: a few a pod, so up to ~1.5 s each.
+    let limit = Duration::from_secs(60) + Duration::from_millis(1500) * n as u32;
+    settle_writes(rig, settle, limit).await;
     watch.abort();
     let s = seen.lock().unwrap_or_else(|e| e.into_inner());
     let mut latencies: Vec<Duration> = names
@@ -321,8 +323,8 @@ pub async fn run_batch(rig: &NodeRig, n: usize, prefix: &str, settle: Duration) 
 }
 
 /// Waits until the double has seen no pod status or event write for
-/// `quiet` (at most a minute); on a real server, waits `quiet`.
-async fn settle_writes(rig: &NodeRig, quiet: Duration) {
+/// `quiet` (at most `limit`); on a real server, waits `quiet`.
+async fn settle_writes(rig: &NodeRig, quiet: Duration, limit: Duration) {
     let writes = |log: &[RequestRecord]| {
         log.iter()
             .filter(|r| r.method != "GET" && r.resource.as_deref() != Some("leases"))
@@ -335,7 +337,7 @@ async fn settle_writes(rig: &NodeRig, quiet: Duration) {
     };
     let mut count = writes(&log);
     let mut since = Instant::now();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + limit;
     while since.elapsed() < quiet && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let now = rig.api.requests().map(|l| writes(&l)).unwrap_or(count);
