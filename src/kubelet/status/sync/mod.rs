@@ -195,7 +195,10 @@ impl StatusSyncer {
                         if due.is_empty() {
                             break;
                         }
-                        self.wait_for_budget().await;
+                        tokio::select! {
+                            _ = stop.cancelled() => return,
+                            _ = self.wait_for_budget() => {}
+                        }
                         ended = ended || self.drain(&mut updates, &mut due);
                         let Some(uid) = due.pop_front() else { break };
                         if let Some(latest) = self.statuses.get(&uid).cloned() {
