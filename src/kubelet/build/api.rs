@@ -289,6 +289,7 @@ impl ApiNode {
             Arc::new(checks),
             clock,
         )
+        .with_limiter(clients.main_limiter.clone())
         .with_forget(Arc::new(move |uid| status_manager.delete_pod_status(uid)));
         Ok(ApiNode {
             node_status,

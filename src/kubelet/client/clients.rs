@@ -87,6 +87,10 @@ pub struct KubeClients {
     pub events: kube::Client,
     /// Node status and lease renewals: unthrottled, with a request timeout.
     pub heartbeat: kube::Client,
+    /// The token bucket of `main` (None when unthrottled): writers that
+    /// can still improve what they send wait on it before building their
+    /// request (the pod status sync).
+    pub main_limiter: Option<Arc<TokenBucket>>,
     tracker: ConnTracker,
     rotation: Option<Rotation>,
     on_fatal: Arc<dyn Fn(&str) + Send + Sync>,
@@ -253,12 +257,8 @@ pub async fn build_clients_with_clock(
 
     let resolver = cert_manager.as_ref().map(|m| m.resolver());
     let hyper = make_transport(&config, resolver, &tracker)?;
-    let main = make_client(
-        &config,
-        hyper.clone(),
-        limiter_for(params.kube_api_qps as f32, params.kube_api_burst),
-        None,
-    )?;
+    let main_limiter = limiter_for(params.kube_api_qps as f32, params.kube_api_burst);
+    let main = make_client(&config, hyper.clone(), main_limiter.clone(), None)?;
     let events = make_client(
         &config,
         hyper.clone(),
@@ -277,6 +277,7 @@ pub async fn build_clients_with_clock(
         main,
         events,
         heartbeat,
+        main_limiter,
         tracker,
         rotation,
         on_fatal: Arc::new(|msg| {

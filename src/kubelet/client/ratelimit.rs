@@ -65,6 +65,17 @@ impl TokenBucket {
         }
     }
 
+    /// How long until a token is there, taking none (zero: one is there
+    /// now, or there is no limit).
+    pub fn ready_in(&self, now: Instant) -> Duration {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.advance(&mut s, now);
+        if s.tokens >= 1.0 || self.qps <= 0.0 {
+            return Duration::ZERO;
+        }
+        Duration::from_secs_f64((1.0 - s.tokens) / self.qps)
+    }
+
     /// Reserves a token and returns how long to wait before using it.
     pub fn reserve(&self, now: Instant) -> Duration {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -167,6 +178,20 @@ mod tests {
             assert!(b.try_accept(t2));
         }
         assert!(!b.try_accept(t2));
+    }
+
+    #[test]
+    fn ready_in_waits_for_a_whole_token_and_takes_none() {
+        let t0 = Instant::now();
+        let b = TokenBucket::new(2.0, 1, t0);
+        assert_eq!(b.ready_in(t0), Duration::ZERO);
+        assert_eq!(b.ready_in(t0), Duration::ZERO, "nothing taken");
+        let _ = b.reserve(t0);
+        let _ = b.reserve(t0);
+        // Two tokens owed at 2/s: one whole token in a second.
+        assert_eq!(b.ready_in(t0).as_millis(), 1000);
+        assert_eq!(b.ready_in(t0 + Duration::from_millis(400)).as_millis(), 600);
+        assert_eq!(b.ready_in(t0 + Duration::from_secs(1)), Duration::ZERO);
     }
 
     #[test]

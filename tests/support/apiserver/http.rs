@@ -416,6 +416,7 @@ pub async fn handle(
         namespace: None,
         name: None,
         status: 0,
+        body: p.body.clone(),
     };
     let result = serve(
         &shared,

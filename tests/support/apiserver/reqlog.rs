@@ -24,6 +24,8 @@ pub struct RequestRecord {
     pub name: Option<String>,
     /// HTTP status of the answer (200 for a watch that started).
     pub status: u16,
+    /// The request body as sent.
+    pub body: bytes::Bytes,
 }
 
 impl RequestRecord {

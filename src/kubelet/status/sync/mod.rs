@@ -4,11 +4,14 @@
 //!
 //! - Every new status version is synced at once, and every 10 s a batch
 //!   pass syncs whatever is behind ([`SYNC_PERIOD`]). Versions that queue
-//!   up while a write waits are coalesced: only each pod's newest is sent.
-//! - A sync GETs the pod, merges the status ([`merge::merge_pod_status`]) and
-//!   PATCHes the status subresource with a strategic merge patch carrying
-//!   the UID precondition ([`patch::prepare_pod_status_patch`]) — only when
-//!   it changes something.
+//!   up while a write waits are coalesced: before each pod's write the
+//!   queue is read again, so only each pod's newest version is sent, once.
+//! - A sync merges the status ([`merge::merge_pod_status`]) into the API
+//!   server's copy of the pod and PATCHes the status subresource with a
+//!   strategic merge patch carrying the UID precondition
+//!   ([`patch::prepare_pod_status_patch`]) — only when it changes
+//!   something. The copy is the one at hand ([`base`]: the watch's, or the
+//!   last PATCH's answer); the pod is read (GET) only when there is none.
 //! - Versions are kept per (mirror) pod UID: a version older than the one
 //!   the API server has is never sent.
 //! - A static pod's status goes to its mirror pod; while it has none, it is
@@ -22,6 +25,7 @@
 //! manager; this half receives each change as a [`PodStatusUpdate`] and
 //! keeps the latest per pod for its batches.
 
+pub mod base;
 pub mod go_json;
 pub mod merge;
 pub mod patch;
@@ -38,6 +42,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::kubelet::client::ratelimit::TokenBucket;
 use crate::kubelet::pod::PodManager;
 use crate::kubelet::types::{ResolvedPodUid, is_mirror_pod, is_static_pod};
 use crate::util::clock::Clock;
@@ -89,6 +94,11 @@ pub struct StatusSyncer {
     /// The latest version the API server has, by the UID of the API pod
     /// (the mirror pod's for static pods).
     api_versions: HashMap<String, u64>,
+    /// What the last PATCH of each pod answered.
+    written: base::WrittenPods,
+    /// The client's token bucket: a write waits for its token before it
+    /// is built, so that it carries the newest status made meanwhile.
+    limiter: Option<Arc<TokenBucket>>,
 }
 
 fn pod_ref(namespace: &str, name: &str) -> String {
@@ -110,6 +120,26 @@ impl StatusSyncer {
             forget: None,
             statuses: HashMap::new(),
             api_versions: HashMap::new(),
+            written: base::WrittenPods::default(),
+            limiter: None,
+        }
+    }
+
+    /// Waits on the client's `limiter` before building each write.
+    pub fn with_limiter(mut self, limiter: Option<Arc<TokenBucket>>) -> Self {
+        self.limiter = limiter;
+        self
+    }
+
+    /// Until the client's limiter has a token for the next write.
+    async fn wait_for_budget(&self) {
+        let Some(bucket) = &self.limiter else { return };
+        loop {
+            let wait = bucket.ready_in(tokio::time::Instant::now());
+            if wait.is_zero() {
+                return;
+            }
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -152,27 +182,25 @@ impl StatusSyncer {
                 _ = stop.cancelled() => return,
                 update = updates.next() => {
                     let Some(update) = update else { return };
-                    // Everything already queued behind it (statuses made
-                    // while the last write waited for the API budget) is
-                    // taken in too: each pod's newest version is written
-                    // once, the ones it replaced never.
-                    let mut due: Vec<String> = Vec::new();
+                    let mut due = std::collections::VecDeque::new();
+                    self.take_in(update, &mut due);
                     let mut ended = false;
-                    let mut next = Some(update);
-                    while let Some(update) = next.take() {
-                        crate::vlog!(5, pod_uid = %update.pod_uid, status_version = update.version,
-                            "Status Manager: syncing pod with status from podStatusChannel");
-                        let uid = update.pod_uid.clone();
-                        if self.record(update) && !due.contains(&uid) {
-                            due.push(uid);
+                    // Pods in the order their first unsent version came.
+                    // Before each write, everything queued meanwhile (made
+                    // while the last write waited for the API budget) is
+                    // taken in: each pod's newest version is written, the
+                    // ones it replaced never.
+                    loop {
+                        ended = ended || self.drain(&mut updates, &mut due);
+                        if due.is_empty() {
+                            break;
                         }
-                        match updates.next().now_or_never() {
-                            Some(Some(more)) => next = Some(more),
-                            Some(None) => ended = true,
-                            None => {}
+                        tokio::select! {
+                            _ = stop.cancelled() => return,
+                            _ = self.wait_for_budget() => {}
                         }
-                    }
-                    for uid in due {
+                        ended = ended || self.drain(&mut updates, &mut due);
+                        let Some(uid) = due.pop_front() else { break };
                         if let Some(latest) = self.statuses.get(&uid).cloned() {
                             self.sync_pod(&uid, &latest).await;
                         }
@@ -185,6 +213,30 @@ impl StatusSyncer {
                     crate::vlog!(5, "Status Manager: syncing batch");
                     self.sync_batch().await;
                 }
+            }
+        }
+    }
+
+    /// Records `update`; its pod is due unless already waiting.
+    fn take_in(&mut self, update: PodStatusUpdate, due: &mut std::collections::VecDeque<String>) {
+        crate::vlog!(5, pod_uid = %update.pod_uid, status_version = update.version,
+            "Status Manager: syncing pod with status from podStatusChannel");
+        let uid = update.pod_uid.clone();
+        if self.record(update) && !due.contains(&uid) {
+            due.push_back(uid);
+        }
+    }
+
+    /// Takes in every update already queued; true when the stream ended.
+    fn drain<S>(&mut self, updates: &mut S, due: &mut std::collections::VecDeque<String>) -> bool
+    where
+        S: Stream<Item = PodStatusUpdate> + Unpin,
+    {
+        loop {
+            match updates.next().now_or_never() {
+                Some(Some(update)) => self.take_in(update, due),
+                Some(None) => return true,
+                None => return false,
             }
         }
     }
@@ -208,6 +260,7 @@ impl StatusSyncer {
 
     fn delete_pod_status(&mut self, uid: &str) {
         self.statuses.remove(uid);
+        self.written.forget(uid);
         if let Some(forget) = &self.forget {
             forget(uid);
         }
@@ -277,6 +330,7 @@ impl StatusSyncer {
         self.statuses
             .retain(|uid, _| pod_manager.get_pod_by_uid(uid).is_some());
         let statuses = &self.statuses;
+        self.written.retain(|uid| statuses.contains_key(uid));
         self.api_versions.retain(|uid, _| {
             statuses.contains_key(uid)
                 || mirror_to_pod.contains_key(&crate::kubelet::types::MirrorPodUid(uid.clone()))
@@ -317,16 +371,23 @@ impl StatusSyncer {
         let ns = status.pod_namespace.as_str();
         let name = status.pod_name.as_str();
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        let mut pod = match api.get(name).await {
-            Ok(pod) => pod,
-            Err(kube::Error::Api(s)) if s.is_not_found() => {
-                crate::vlog!(3, pod_uid = uid, pod = %pod_ref(ns, name), "Pod does not exist on the server");
-                return;
-            }
-            Err(e) => {
-                tracing::info!(pod_uid = uid, pod = %pod_ref(ns, name), err = %e, "Failed to get status for pod");
-                return;
-            }
+        let cached = self.written.api_copy(&self.pod_manager, uid);
+        let mut pod = match cached {
+            Some(pod) => pod,
+            None => match api.get(name).await {
+                Ok(pod) => {
+                    self.written.store(uid, pod.clone());
+                    pod
+                }
+                Err(kube::Error::Api(s)) if s.is_not_found() => {
+                    crate::vlog!(3, pod_uid = uid, pod = %pod_ref(ns, name), "Pod does not exist on the server");
+                    return;
+                }
+                Err(e) => {
+                    tracing::info!(pod_uid = uid, pod = %pod_ref(ns, name), err = %e, "Failed to get status for pod");
+                    return;
+                }
+            },
         };
         let api_uid = pod.metadata.uid.clone().unwrap_or_default();
         let translated = self.pod_manager.translate_pod_uid(&api_uid);
@@ -367,9 +428,17 @@ impl StatusSyncer {
             {
                 Ok(updated) => {
                     crate::vlog!(3, pod = %pod_ref(ns, name), status_version = status.version, "Status for pod updated successfully");
+                    self.written.store(uid, updated.clone());
                     pod = updated;
                 }
+                Err(kube::Error::Api(s)) if s.is_not_found() => {
+                    crate::vlog!(3, pod_uid = uid, pod = %pod_ref(ns, name), "Pod does not exist on the server");
+                    self.written.forget(uid);
+                    return;
+                }
                 Err(e) => {
+                    // The copy may have been stale: read the pod next time.
+                    self.written.mark_stale(uid);
                     tracing::info!(pod = %pod_ref(ns, name), err = %format!(
                         "failed to patch status {:?} for pod {:?}/{:?}: {e}", patch.to_json(), ns, name),
                         "Failed to update status for pod");
@@ -445,3 +514,7 @@ pub fn is_pod_status_by_kubelet_equal(pod: &Pod, old: &PodStatus, status: &PodSt
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "limiter_tests.rs"]
+mod limiter_tests;
