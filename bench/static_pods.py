@@ -62,6 +62,32 @@ def manifest(name, image):
     })
 
 
+def scrape(port, path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as r:
+        return r.read()
+
+
+def cadvisor_scrape(args, n):
+    """CPU and wall time of one /metrics/cadvisor scrape that gathers anew
+    (the kubelet samples at most once per 10 s housekeeping interval): the
+    kubelet's CPU during the scrape less its idle rate over the same time."""
+    scrape(args.port, "/metrics/cadvisor")
+    cpu0, t0 = cpu_seconds(args.pid), time.monotonic()
+    time.sleep(11)
+    idle_rate = (cpu_seconds(args.pid) - cpu0) / (time.monotonic() - t0)
+    cpu1, t1 = cpu_seconds(args.pid), time.monotonic()
+    body = scrape(args.port, "/metrics/cadvisor")
+    wall = time.monotonic() - t1
+    cpu = max(cpu_seconds(args.pid) - cpu1 - idle_rate * wall, 0.0)
+    series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+    cpu2, t2 = cpu_seconds(args.pid), time.monotonic()
+    scrape(args.port, "/metrics/cadvisor")
+    cached = time.monotonic() - t2
+    print(f"N={n}: /metrics/cadvisor scrape (fresh sample): {wall * 1000:.0f} ms wall, "
+          f"{cpu * 1000:.0f} ms CPU, {series} series, {len(body) / 1024:.0f} KiB; "
+          f"a cached scrape: {cached * 1000:.0f} ms wall, {(cpu_seconds(args.pid) - cpu2) * 1000:.0f} ms CPU")
+
+
 def run_batch(args, n, node):
     names = [f"pause-{n}-{i}" for i in range(n)]
     cpu0 = cpu_seconds(args.pid)
@@ -101,6 +127,7 @@ def run_batch(args, n, node):
           f"CPU {cpu_batch:.2f}s ({cpu_batch / (done - start) * 100:.0f}% of one core)")
     print(f"N={n}: kubelet after batch ({n} pods running, {args.idle}s idle): RSS {idle_rss / 1024:.1f} MiB, "
           f"CPU {idle_cpu:.1f}% of one core")
+    cadvisor_scrape(args, n)
     # Clean up before the next batch.
     for name in names:
         os.remove(os.path.join(args.manifests, f"{name}.json"))
