@@ -172,7 +172,10 @@ mod tests {
         // samples only threads it created after the timer started), so the
         // samples themselves are not asserted; the format and timing are.
         assert_eq!(p.period, 10_000_000);
-        assert_eq!(p.string_table[p.sample_type[1].unit as usize], "nanoseconds");
+        assert_eq!(
+            p.string_table[p.sample_type[1].unit as usize],
+            "nanoseconds"
+        );
         assert!(p.duration_nanos >= 600_000_000);
     }
 }

@@ -154,6 +154,29 @@ fn checks() -> Arc<ReclaimChecks> {
     })
 }
 
+/// A status syncer over `api` behind `bucket`, started; its update channel
+/// and the task set that owns it.
+fn start_syncer(
+    api: &FakeApi,
+    bucket: Arc<TokenBucket>,
+    pods: Arc<PodManager>,
+) -> (tokio::sync::mpsc::UnboundedSender<PodStatusUpdate>, TaskSet) {
+    let syncer = StatusSyncer::new(
+        client(api.clone(), bucket.clone()),
+        pods,
+        checks(),
+        Arc::new(RealClock),
+    )
+    .with_limiter(Some(bucket));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let tasks = TaskSet::new();
+    syncer.start(
+        tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
+        &tasks,
+    );
+    (tx, tasks)
+}
+
 async fn settle() {
     for _ in 0..50 {
         tokio::task::yield_now().await;
@@ -171,19 +194,7 @@ async fn newest_status_wins_behind_a_saturated_limiter() {
     }
     let pods = Arc::new(PodManager::new());
     pods.add_pod(Arc::new(pod));
-    let syncer = StatusSyncer::new(
-        client(api.clone(), bucket.clone()),
-        pods,
-        checks(),
-        Arc::new(RealClock),
-    )
-    .with_limiter(Some(bucket));
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = TaskSet::new();
-    syncer.start(
-        tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
-        &tasks,
-    );
+    let (tx, tasks) = start_syncer(&api, bucket, pods);
     let start = Instant::now();
 
     // v1 waits for a token; v2, v3 are made meanwhile, and v2 arrives
@@ -243,19 +254,7 @@ async fn queued_pods_each_get_their_newest_once() {
     let pods = Arc::new(PodManager::new());
     pods.add_pod(Arc::new(a));
     pods.add_pod(Arc::new(b));
-    let syncer = StatusSyncer::new(
-        client(api.clone(), bucket.clone()),
-        pods,
-        checks(),
-        Arc::new(RealClock),
-    )
-    .with_limiter(Some(bucket));
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = TaskSet::new();
-    syncer.start(
-        tokio_stream::wrappers::UnboundedReceiverStream::new(rx),
-        &tasks,
-    );
+    let (tx, tasks) = start_syncer(&api, bucket, pods);
     let q = |v, phase: &str, ready| {
         let mut u = version(v, phase, ready);
         u.pod_uid = "u2".into();
