@@ -380,6 +380,16 @@ async fn families_kernel_truth_and_a_real_prometheus() {
     })
     .await
     .expect("the ghost's failed pull counted");
+    // A family with no samples is not served (as in Go): the burner's first
+    // readiness probe must have run before /metrics/probes has its families.
+    support::eventually(Duration::from_secs(30), || async move {
+        let t = tokio::task::spawn_blocking(move || scrape(port, "/metrics/probes"))
+            .await
+            .ok()?;
+        t.contains("prober_probe_total{").then_some(())
+    })
+    .await
+    .expect("the burner's readiness probe counted");
     tokio::task::spawn_blocking(move || every_reference_family(port))
         .await
         .unwrap();
