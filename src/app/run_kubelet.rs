@@ -146,14 +146,16 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
             )
         });
     let root_dir = kubelet.env.dirs.root_dir().to_path_buf();
+    let serving = kubelet.serving_certificate.as_ref().map(|s| s.resolver());
     let running = kubelet.start(p.tasks).await?;
 
     if c.enable_server {
         let router = main_router(&handlers, c.enable_debugging_handlers)?;
-        let tls = p
-            .tls
-            .server_config()
-            .map_err(|e| RunKubeletError::Tls(e.to_string()))?;
+        let tls = match serving {
+            Some(resolver) => p.tls.server_config_with_resolver(resolver),
+            None => p.tls.server_config(),
+        }
+        .map_err(|e| RunKubeletError::Tls(e.to_string()))?;
         main_server(c.address.clone(), c.port as u16, router, tls, p.auth)
             .bind()
             .await?

@@ -21,6 +21,7 @@ pub mod lifecycle;
 pub mod node;
 pub mod runtime;
 pub mod services;
+pub mod serving;
 pub mod shutdown;
 pub mod sources;
 pub mod volumes;
@@ -74,6 +75,8 @@ pub enum BuildError {
     CadvisorLayout(#[from] crate::cm::CmError),
     #[error("container metrics set-up task failed: {0}")]
     CadvisorTask(#[from] tokio::task::JoinError),
+    #[error("failed to initialize server certificate manager: {0}")]
+    ServingCertificate(#[from] crate::kubelet::certificate::CertificateError),
     #[error("failed to initialize container log manager: {0}")]
     LogManager(#[from] crate::kubelet::logs::PolicyError),
     #[error("failed to register CRI auth plugins: {0}")]
@@ -147,6 +150,8 @@ pub struct Kubelet {
     pub dns: DnsConfigurer,
     /// The API-server parts; `None` standalone.
     pub api: Option<api::ApiKubelet>,
+    /// The main port's certificate under serverTLSBootstrap.
+    pub serving_certificate: Option<serving::ServingCertificate>,
 }
 
 impl Kubelet {
@@ -223,6 +228,13 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
     let api_objects = (deps.api.as_ref())
         .map(|a| api::ApiObjects::build(a, &server, &deps.node_name, deps.clock.clone()))
         .transpose()?;
+    let serving_certificate = serving::ServingCertificate::build(
+        &server,
+        &deps.node_name,
+        api_objects.as_ref(),
+        deps.clock.clone(),
+    )
+    .await?;
     let (sources, pod_manager) = sources::build(
         &server,
         &deps.node_name,
@@ -337,6 +349,7 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         node_resources,
         dns,
         api,
+        serving_certificate,
     })
 }
 

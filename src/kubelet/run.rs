@@ -80,8 +80,12 @@ impl Kubelet {
             node_resources,
             dns,
             api,
+            serving_certificate,
             ..
         } = self;
+        if let Some(serving) = serving_certificate {
+            serving.start(tasks);
+        }
         match api {
             Some(api) => api.start(tasks),
             None => {

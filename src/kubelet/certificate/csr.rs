@@ -52,11 +52,24 @@ pub fn verify_key_data(key_pem: &[u8]) -> bool {
         .is_some_and(|s| load_key(s).is_ok())
 }
 
-/// The subject of a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The signer of kubelet serving certificates (`serverTLSBootstrap`).
+pub const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+
+/// The usages the kubelet asks for its serving certificate.
+pub fn kubelet_serving_usages() -> Vec<String> {
+    ["digital signature", "key encipherment", "server auth"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The subject of a request, with its subject alternative names.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CsrSubject {
     pub common_name: String,
     pub organizations: Vec<String>,
+    pub dns_names: Vec<String>,
+    pub ip_addresses: Vec<std::net::IpAddr>,
 }
 
 impl CsrSubject {
@@ -65,11 +78,13 @@ impl CsrSubject {
         CsrSubject {
             common_name: format!("system:node:{node_name}"),
             organizations: vec!["system:nodes".to_string()],
+            ..Default::default()
         }
     }
 }
 
-/// A CSR in PEM for `subject`, signed by `key_pem`; no extensions (no SANs).
+/// A CSR in PEM for `subject`, signed by `key_pem`, with its DNS and IP
+/// subject alternative names as the only extension.
 pub fn make_csr(key_pem: &str, subject: &CsrSubject) -> Result<String, CertificateError> {
     let key = load_key(key_pem)?;
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new())
@@ -84,6 +99,16 @@ pub fn make_csr(key_pem: &str, subject: &CsrSubject) -> Result<String, Certifica
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, subject.common_name.as_str());
+    for name in &subject.dns_names {
+        let dns = rcgen::string::Ia5String::try_from(name.as_str())
+            .map_err(|e| CertificateError::Generate(format!("DNS name {name:?}: {e}")))?;
+        params.subject_alt_names.push(rcgen::SanType::DnsName(dns));
+    }
+    for ip in &subject.ip_addresses {
+        params
+            .subject_alt_names
+            .push(rcgen::SanType::IpAddress(*ip));
+    }
     params
         .serialize_request(&key)
         .and_then(|r| r.pem())

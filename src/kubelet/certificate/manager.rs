@@ -31,9 +31,27 @@ pub struct CsrClients {
     pub bootstrap: Option<kube::Client>,
 }
 
+/// What the manager requests: a fixed subject (the client certificate), or
+/// one read anew each time (the serving certificate, whose names follow the
+/// Node's addresses; `None` while there is nothing to ask for).
+#[derive(Clone)]
+pub enum Template {
+    Fixed(CsrSubject),
+    Dynamic(Arc<dyn Fn() -> Option<CsrSubject> + Send + Sync>),
+}
+
+impl Template {
+    fn get(&self) -> Option<CsrSubject> {
+        match self {
+            Template::Fixed(s) => Some(s.clone()),
+            Template::Dynamic(f) => f(),
+        }
+    }
+}
+
 /// What the manager is built from.
 pub struct ManagerConfig {
-    pub subject: CsrSubject,
+    pub template: Template,
     pub signer_name: String,
     pub usages: Vec<String>,
     pub store: FileStore,
@@ -45,7 +63,9 @@ pub struct ManagerConfig {
 
 /// The kubelet's client certificate manager.
 pub struct CertificateManager {
-    subject: CsrSubject,
+    template: Template,
+    /// The subject of the last request made (Go's lastRequestTemplate).
+    last_requested: Mutex<Option<CsrSubject>>,
     signer_name: String,
     usages: Vec<String>,
     store: FileStore,
@@ -59,7 +79,7 @@ pub struct CertificateManager {
 impl std::fmt::Debug for CertificateManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CertificateManager")
-            .field("subject", &self.subject)
+            .field("signer_name", &self.signer_name)
             .finish_non_exhaustive()
     }
 }
@@ -97,7 +117,8 @@ impl CertificateManager {
             (None, None) => (None, true),
         };
         Ok(Arc::new(CertificateManager {
-            subject: config.subject,
+            template: config.template,
+            last_requested: Mutex::new(None),
             signer_name: config.signer_name,
             usages: config.usages,
             store: config.store,
@@ -117,10 +138,7 @@ impl CertificateManager {
             .unwrap_or_else(|p| p.into_inner())
             .clone()?;
         if self.clock.now() > cert.not_after {
-            crate::vlog!(
-                2,
-                "kubernetes.io/kube-apiserver-client-kubelet: Current certificate is expired"
-            );
+            crate::vlog!(2, signer = %self.signer_name, "Current certificate is expired");
             return None;
         }
         Some(cert)
@@ -137,14 +155,18 @@ impl CertificateManager {
         *self.rotations.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether `cert` has everything the template asks (true when there is
+    /// no template yet: nothing to compare with).
     fn satisfies_template(&self, cert: &KeyPair) -> bool {
-        if cert.common_name != self.subject.common_name {
-            crate::vlog!(2, current = %cert.common_name, requested = %self.subject.common_name,
+        let Some(subject) = self.template.get() else {
+            return true;
+        };
+        if cert.common_name != subject.common_name {
+            crate::vlog!(2, current = %cert.common_name, requested = %subject.common_name,
                 "Current certificate CN does not match requested CN");
             return false;
         }
-        let missing: Vec<&String> = self
-            .subject
+        let missing: Vec<&String> = subject
             .organizations
             .iter()
             .filter(|o| !cert.organizations.contains(o))
@@ -153,7 +175,42 @@ impl CertificateManager {
             crate::vlog!(2, missing = ?missing, "Current certificate is missing requested orgs");
             return false;
         }
+        let missing: Vec<&String> = subject
+            .dns_names
+            .iter()
+            .filter(|d| !cert.dns_names.contains(d))
+            .collect();
+        if !missing.is_empty() {
+            crate::vlog!(2, missing = ?missing, "Current certificate is missing requested DNS names");
+            return false;
+        }
+        let missing: Vec<&std::net::IpAddr> = subject
+            .ip_addresses
+            .iter()
+            .filter(|ip| !cert.ip_addresses.contains(ip))
+            .collect();
+        if !missing.is_empty() {
+            crate::vlog!(2, missing = ?missing, "Current certificate is missing requested IP addresses");
+            return false;
+        }
         true
+    }
+
+    /// Whether the template asks for something the current certificate
+    /// lacks and that was not the last request.
+    fn template_changed(&self) -> bool {
+        let satisfied = self
+            .cert
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .is_some_and(|c| self.satisfies_template(&c));
+        !satisfied
+            && *self
+                .last_requested
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                != self.template.get()
     }
 
     /// When the next rotation is due.
@@ -205,10 +262,11 @@ impl CertificateManager {
     /// One rotation over `clients`: new key, CSR, wait for the certificate,
     /// store it, use it. `false` when it did not succeed (logged).
     pub async fn rotate_certs(&self, clients: &CsrClients) -> bool {
-        crate::vlog!(
-            2,
-            "kubernetes.io/kube-apiserver-client-kubelet: Rotating certificates"
-        );
+        crate::vlog!(2, signer = %self.signer_name, "Rotating certificates");
+        let Some(subject) = self.template.get() else {
+            tracing::error!(signer = %self.signer_name, "Unable to create a csr, no template available");
+            return false;
+        };
         let key_pem = match csr::generate_key_pem() {
             Ok(k) => k,
             Err(e) => {
@@ -216,7 +274,11 @@ impl CertificateManager {
                 return false;
             }
         };
-        let csr_pem = match csr::make_csr(&key_pem, &self.subject) {
+        *self
+            .last_requested
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(subject.clone());
+        let csr_pem = match csr::make_csr(&key_pem, &subject) {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %e, "Unable to generate a certificate signing request");
@@ -268,13 +330,15 @@ impl CertificateManager {
 
     /// Spawns the rotation loop, requesting certificates over `clients`.
     pub fn start(self: &Arc<Self>, tasks: &TaskSet, clients: CsrClients) {
-        crate::vlog!(
-            2,
-            "kubernetes.io/kube-apiserver-client-kubelet: Certificate rotation is enabled"
-        );
+        crate::vlog!(2, signer = %self.signer_name, "Certificate rotation is enabled");
         let me = self.clone();
         let token = tasks.token();
-        tasks.spawn("client-certificate-rotation", async move {
+        let name = if self.signer_name == csr::KUBELET_SERVING_SIGNER {
+            "serving-certificate-rotation"
+        } else {
+            "client-certificate-rotation"
+        };
+        tasks.spawn(name, async move {
             loop {
                 let deadline = me.next_rotation_deadline();
                 let wait = deadline.duration_since(me.clock.now()).unwrap_or_default();
@@ -283,7 +347,19 @@ impl CertificateManager {
                     tokio::select! {
                         _ = token.cancelled() => return,
                         _ = tokio::time::sleep(wait) => {}
+                        _ = me.until_template_changed() => {
+                            crate::vlog!(2, signer = %me.signer_name, "Certificate template changed, rotating");
+                        }
                     }
+                }
+                // Nothing to ask for yet (a serving certificate before the
+                // Node has addresses): look again in a second, no backoff.
+                if me.template.get().is_none() {
+                    tokio::select! {
+                        _ = token.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                    continue;
                 }
                 let rotate = me.rotate_with_backoff(&clients);
                 tokio::select! {
@@ -296,6 +372,20 @@ impl CertificateManager {
                 }
             }
         });
+    }
+
+    /// Resolves once a dynamic template asks for what the certificate lacks
+    /// (checked every second, as Go's); never for a fixed one.
+    async fn until_template_changed(&self) {
+        if matches!(self.template, Template::Fixed(_)) {
+            return std::future::pending().await;
+        }
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if self.template_changed() {
+                return;
+            }
+        }
     }
 
     /// Exponential backoff (2 s doubling, 10% jitter, 5 tries), then a poll
@@ -312,9 +402,7 @@ impl CertificateManager {
                 delay *= 2;
             }
         }
-        tracing::error!(
-            "kubernetes.io/kube-apiserver-client-kubelet: Reached backoff limit, still unable to rotate certs"
-        );
+        tracing::error!(signer = %self.signer_name, "Reached backoff limit, still unable to rotate certs");
         loop {
             tokio::time::sleep(Duration::from_secs(32)).await;
             if self.rotate_certs(clients).await {
@@ -325,6 +413,12 @@ impl CertificateManager {
 
     /// A rustls client certificate resolver presenting the current pair.
     pub fn resolver(self: &Arc<Self>) -> Arc<dyn ResolvesClientCert> {
+        Arc::new(CurrentCertResolver(self.clone()))
+    }
+
+    /// A rustls server certificate resolver serving the current pair; with
+    /// none, the handshake fails (Go: no serving certificate available).
+    pub fn server_resolver(self: &Arc<Self>) -> Arc<dyn rustls::server::ResolvesServerCert> {
         Arc::new(CurrentCertResolver(self.clone()))
     }
 }
@@ -351,6 +445,16 @@ impl ResolvesClientCert for CurrentCertResolver {
 
     fn has_certs(&self) -> bool {
         true
+    }
+}
+
+impl rustls::server::ResolvesServerCert for CurrentCertResolver {
+    fn resolve(&self, _hello: rustls::server::ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let current = self.0.current();
+        if current.is_none() {
+            tracing::warn!("No serving certificate available for the kubelet");
+        }
+        current.map(|p| p.certified.clone())
     }
 }
 
@@ -384,7 +488,7 @@ mod tests {
     ) -> Arc<CertificateManager> {
         let store = FileStore::open("kubelet-client", dir, dir, None, None).unwrap();
         CertificateManager::new(ManagerConfig {
-            subject: CsrSubject::node("n1"),
+            template: Template::Fixed(CsrSubject::node("n1")),
             signer_name: csr::KUBELET_CLIENT_SIGNER.into(),
             usages: csr::kubelet_client_usages(),
             store,

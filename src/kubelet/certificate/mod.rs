@@ -10,11 +10,12 @@ pub mod bootstrap;
 pub mod csr;
 pub mod manager;
 pub mod pem;
+pub mod serving;
 pub mod store;
 
 pub use bootstrap::{BootstrapParams, load_client_cert, load_client_config};
 pub use csr::{CsrRequest, KUBELET_CLIENT_SIGNER, kubelet_client_usages};
-pub use manager::{CertificateManager, CsrClients, ManagerConfig};
+pub use manager::{CertificateManager, CsrClients, ManagerConfig, Template};
 pub use pem::KeyPair;
 pub use store::FileStore;
 

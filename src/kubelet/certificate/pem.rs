@@ -22,6 +22,8 @@ pub struct KeyPair {
     pub not_after: SystemTime,
     pub common_name: String,
     pub organizations: Vec<String>,
+    pub dns_names: Vec<String>,
+    pub ip_addresses: Vec<std::net::IpAddr>,
     pub certified: Arc<CertifiedKey>,
 }
 
@@ -59,6 +61,8 @@ impl KeyPair {
             not_after: info.not_after,
             common_name: info.common_name,
             organizations: info.organizations,
+            dns_names: info.dns_names,
+            ip_addresses: info.ip_addresses,
             certified,
         })
     }
@@ -89,6 +93,8 @@ pub struct LeafInfo {
     pub not_after: SystemTime,
     pub common_name: String,
     pub organizations: Vec<String>,
+    pub dns_names: Vec<String>,
+    pub ip_addresses: Vec<std::net::IpAddr>,
     /// The DER of the SubjectPublicKeyInfo.
     pub public_key_der: Vec<u8>,
     /// The X.509 version (1 to 3).
@@ -119,11 +125,29 @@ pub fn leaf_info(der: &CertificateDer<'_>) -> Result<LeafInfo, CertificateError>
         .iter_organization()
         .filter_map(|a| a.as_str().ok().map(str::to_string))
         .collect();
+    let (mut dns_names, mut ip_addresses) = (Vec::new(), Vec::new());
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            match name {
+                x509_parser::extensions::GeneralName::DNSName(d) => dns_names.push(d.to_string()),
+                x509_parser::extensions::GeneralName::IPAddress(b) => {
+                    if let Ok(v4) = <[u8; 4]>::try_from(*b) {
+                        ip_addresses.push(std::net::IpAddr::from(v4));
+                    } else if let Ok(v6) = <[u8; 16]>::try_from(*b) {
+                        ip_addresses.push(std::net::IpAddr::from(v6));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
     Ok(LeafInfo {
         not_before: to_system_time(cert.validity().not_before),
         not_after: to_system_time(cert.validity().not_after),
         common_name,
         organizations,
+        dns_names,
+        ip_addresses,
         public_key_der: cert.public_key().raw.to_vec(),
         version: cert.version().0 + 1,
     })

@@ -19,7 +19,9 @@ use super::timeout::RequestTimeoutLayer;
 use crate::apis::config::server::KubeletServer;
 use crate::kubelet::certificate::bootstrap::{self, BootstrapParams, CLIENT_PAIR_PREFIX};
 use crate::kubelet::certificate::csr::{CsrSubject, KUBELET_CLIENT_SIGNER, kubelet_client_usages};
-use crate::kubelet::certificate::{CertificateManager, CsrClients, FileStore, ManagerConfig};
+use crate::kubelet::certificate::{
+    CertificateManager, CsrClients, FileStore, ManagerConfig, Template,
+};
 use crate::util::clock::{Clock, RealClock};
 use crate::util::lifecycle::{Period, TaskSet};
 
@@ -220,7 +222,7 @@ pub async fn build_clients_with_clock(
         })
         .await?;
         let manager = CertificateManager::new(ManagerConfig {
-            subject: CsrSubject::node(&params.node_name),
+            template: Template::Fixed(CsrSubject::node(&params.node_name)),
             signer_name: KUBELET_CLIENT_SIGNER.to_string(),
             usages: kubelet_client_usages(),
             store,

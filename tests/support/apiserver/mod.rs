@@ -28,6 +28,7 @@ mod ops;
 mod options;
 mod patch;
 mod pki;
+mod rbac;
 mod real;
 mod reqlog;
 mod resources;
@@ -47,8 +48,10 @@ pub use faults::{Fault, FaultAction, Verb};
 pub use kubeconfig::KubeUser;
 pub use options::DoubleOptions;
 pub use pki::{
-    IssuedCert, Pki, Subject, cert_pem_subject, cert_validity, verify_client_cert_with_ca,
+    IssuedCert, Pki, Subject, cert_pem_subject, cert_subject, cert_validity, csr_subject,
+    verify_client_cert_with_ca,
 };
+pub use rbac::SarPolicy;
 pub use reqlog::RequestRecord;
 pub use server::ApiServerDouble;
 pub use strategic::{SmpError, apply as strategic_merge_patch};

@@ -306,6 +306,30 @@ pub static RESOURCES: &[ResourceDef] = &[
         &[],
         &[]
     ),
+    res!(
+        "clusterroles.rbac.authorization.k8s.io",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "clusterrole",
+        "ClusterRole",
+        false,
+        &[],
+        &[],
+        &[]
+    ),
+    res!(
+        "clusterrolebindings.rbac.authorization.k8s.io",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        false,
+        &[],
+        &[],
+        &[]
+    ),
     ResourceDef {
         virtual_create: true,
         ..res!(

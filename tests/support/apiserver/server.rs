@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use hyper::service::service_fn;
@@ -26,6 +25,7 @@ use super::meta;
 use super::ops::{self, Caller};
 use super::options::DoubleOptions;
 use super::pki::{self, IssuedCert, Pki};
+use super::rbac::SarPolicy;
 use super::reqlog::{RequestLog, RequestRecord};
 use super::resources::{self, ResourceDef};
 use super::store::{ObjKey, Store};
@@ -39,7 +39,9 @@ pub struct Shared {
     pub tokens: Tokens,
     pub faults: Faults,
     pub log: RequestLog,
-    pub sar_allowed: AtomicBool,
+    pub sar: std::sync::Mutex<SarPolicy>,
+    /// Every SubjectAccessReview spec asked, in order.
+    pub sar_log: std::sync::Mutex<Vec<serde_json::Value>>,
     pub addr: SocketAddr,
     pub tls: Arc<rustls::ServerConfig>,
     pub bootstrap_token: String,
@@ -183,7 +185,8 @@ impl ApiServerDouble {
             tokens: Tokens::default(),
             faults: Faults::default(),
             log: RequestLog::default(),
-            sar_allowed: AtomicBool::new(true),
+            sar: std::sync::Mutex::new(SarPolicy::AllowAll),
+            sar_log: std::sync::Mutex::new(Vec::new()),
             addr,
             tls,
             bootstrap_token: random_token(),
@@ -337,9 +340,26 @@ impl ApiServerDouble {
 
     /// What SubjectAccessReviews answer (allowed by default).
     pub fn set_subject_access_allowed(&self, allowed: bool) {
+        self.set_subject_access_policy(if allowed {
+            SarPolicy::AllowAll
+        } else {
+            SarPolicy::DenyAll
+        });
+    }
+
+    /// How SubjectAccessReviews are decided (RBAC over the stored
+    /// ClusterRoles and ClusterRoleBindings, as a real server).
+    pub fn set_subject_access_policy(&self, policy: SarPolicy) {
+        *self.shared.sar.lock().unwrap_or_else(|p| p.into_inner()) = policy;
+    }
+
+    /// The specs of the SubjectAccessReviews asked so far.
+    pub fn subject_access_reviews(&self) -> Vec<serde_json::Value> {
         self.shared
-            .sar_allowed
-            .store(allowed, std::sync::atomic::Ordering::SeqCst);
+            .sar_log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn current_resource_version(&self) -> u64 {

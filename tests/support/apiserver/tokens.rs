@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -15,6 +14,7 @@ use sha2::{Digest, Sha256};
 use super::auth::{self, UserInfo};
 use super::errors::ApiError;
 use super::meta;
+use super::rbac::{self, SarPolicy};
 use super::resources::{self, ResourceDef};
 use super::server::Shared;
 use super::store::ObjKey;
@@ -263,7 +263,18 @@ pub fn token_review(shared: &Shared, mut body: Value) -> Value {
 
 /// POST subjectaccessreviews: allowed unless the test said otherwise.
 pub fn subject_access_review(shared: &Shared, mut body: Value) -> Value {
-    let allowed = shared.sar_allowed.load(Ordering::SeqCst);
+    let spec = body.get("spec").cloned().unwrap_or(Value::Null);
+    shared
+        .sar_log
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(spec.clone());
+    let policy = *shared.sar.lock().unwrap_or_else(|p| p.into_inner());
+    let allowed = match policy {
+        SarPolicy::AllowAll => true,
+        SarPolicy::DenyAll => false,
+        SarPolicy::Rbac => rbac::allowed(shared, &spec),
+    };
     body["status"] = if allowed {
         json!({"allowed": true, "reason": "allowed by the API server double"})
     } else {

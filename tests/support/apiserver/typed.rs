@@ -10,6 +10,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, VolumeAttachment};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -43,6 +44,8 @@ pub fn normalize(res: &ResourceDef, obj: Value) -> Result<Value, String> {
         "CSIDriver" => roundtrip::<CSIDriver>(obj)?,
         "CSINode" => roundtrip::<CSINode>(obj)?,
         "VolumeAttachment" => roundtrip::<VolumeAttachment>(obj)?,
+        "ClusterRole" => roundtrip::<ClusterRole>(obj)?,
+        "ClusterRoleBinding" => roundtrip::<ClusterRoleBinding>(obj)?,
         "TokenReview" => roundtrip::<TokenReview>(obj)?,
         "SubjectAccessReview" => roundtrip::<SubjectAccessReview>(obj)?,
         _ => obj,
