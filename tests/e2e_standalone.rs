@@ -19,8 +19,6 @@ mod streaming;
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use harness::*;
@@ -717,78 +715,6 @@ async fn runonce_restart_adoption_and_cri_metadata() {
         assert_eq!(cc["command"], go["command"], "{name}");
         assert_eq!(cc["linux"]["resources"], go["linux"]["resources"], "{name}");
     }
-}
-
-struct SysctlGuard(Vec<(String, String)>);
-
-impl SysctlGuard {
-    /// The binary tunes the real sysctls as the Go kubelet does; put them back.
-    fn save() -> Self {
-        let keys = [
-            "vm/overcommit_memory",
-            "vm/panic_on_oom",
-            "kernel/panic",
-            "kernel/panic_on_oops",
-            "kernel/keys/root_maxkeys",
-            "kernel/keys/root_maxbytes",
-        ];
-        SysctlGuard(
-            keys.iter()
-                .filter_map(|k| {
-                    let v = std::fs::read_to_string(format!("/proc/sys/{k}")).ok()?;
-                    Some((k.to_string(), v.trim().to_string()))
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for SysctlGuard {
-    fn drop(&mut self) {
-        for (k, v) in &self.0 {
-            let _ = std::fs::write(format!("/proc/sys/{k}"), v);
-        }
-    }
-}
-
-fn spawn_binary(args: &[String], logs: &std::path::Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_kubelet"))
-        .args(&args[1..])
-        .env("KUBELET_RS_LOG_ROOT", logs)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn kubelet")
-}
-
-fn collect_stderr(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
-    let mut err = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut all = String::new();
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = err.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            all.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-        let _ = tx.send(all);
-    });
-    rx
-}
-
-fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.code();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
 }
 
 /// The binary: a bad manifest next to a good one is skipped with a log

@@ -410,3 +410,77 @@ pub async fn https_get(dirs: &NodeDirs, node: &str, port: u16, path: &str) -> (u
     let bytes = body.collect().await.expect("body").to_bytes();
     (status, String::from_utf8_lossy(&bytes).into_owned())
 }
+
+/// The real sysctls the binary tunes (as the Go kubelet does), put back
+/// when dropped.
+pub struct SysctlGuard(Vec<(String, String)>);
+
+impl SysctlGuard {
+    /// The binary tunes the real sysctls as the Go kubelet does; put them back.
+    pub fn save() -> Self {
+        let keys = [
+            "vm/overcommit_memory",
+            "vm/panic_on_oom",
+            "kernel/panic",
+            "kernel/panic_on_oops",
+            "kernel/keys/root_maxkeys",
+            "kernel/keys/root_maxbytes",
+        ];
+        SysctlGuard(
+            keys.iter()
+                .filter_map(|k| {
+                    let v = std::fs::read_to_string(format!("/proc/sys/{k}")).ok()?;
+                    Some((k.to_string(), v.trim().to_string()))
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for SysctlGuard {
+    fn drop(&mut self) {
+        for (k, v) in &self.0 {
+            let _ = std::fs::write(format!("/proc/sys/{k}"), v);
+        }
+    }
+}
+
+pub fn spawn_binary(args: &[String], logs: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kubelet"))
+        .args(&args[1..])
+        .env("KUBELET_RS_LOG_ROOT", logs)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn kubelet")
+}
+
+pub fn collect_stderr(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    let mut err = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = String::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        let _ = tx.send(all);
+    });
+    rx
+}
+
+pub fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}

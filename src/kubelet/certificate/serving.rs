@@ -116,7 +116,12 @@ mod tests {
     #[test]
     fn names_from_addresses() {
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        type Case = (&'static str, Vec<NodeAddress>, Vec<&'static str>, Vec<IpAddr>);
+        type Case = (
+            &'static str,
+            Vec<NodeAddress>,
+            Vec<&'static str>,
+            Vec<IpAddr>,
+        );
         let cases: Vec<Case> = vec![
             ("none", vec![], vec![], vec![]),
             (
