@@ -297,3 +297,120 @@ async fn sigkill_while_starting_pods_loses_and_duplicates_nothing() {
     .expect("SIGTERM");
     assert_eq!(wait_exit(&mut child, Duration::from_secs(10)), Some(0));
 }
+
+/// What a start over a damaged state file does.
+enum Expect {
+    /// run() fails with an error naming the file (Go refuses to start).
+    Refused(&'static str),
+    /// The kubelet goes on (logging what it could not read) and runs pods.
+    Runs,
+}
+
+/// Corrupt, truncated and misplaced state: the CPU and memory managers'
+/// checkpoints refuse the start naming the file, with Go's advice; the
+/// device manager's checkpoint and a pod directory that is not a directory
+/// are logged and the kubelet goes on. Never a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_state_files_are_named_or_recovered_from() {
+    let Some(rig) = Containerd::start("fault_drills_state") else {
+        return;
+    };
+    let bb = &images().busybox;
+    let cases: Vec<(&str, &str, &[u8], Expect)> = vec![
+        (
+            "truncated CPU manager state",
+            "cpu_manager_state",
+            br#"{"policyName":"none","defaultCpuSet":"","chec"#,
+            Expect::Refused("CPU manager checkpoint file"),
+        ),
+        (
+            "CPU manager state with a wrong checksum",
+            "cpu_manager_state",
+            br#"{"policyName":"none","defaultCpuSet":"","checksum":1}"#,
+            Expect::Refused("CPU manager checkpoint file"),
+        ),
+        (
+            "binary garbage as CPU manager state",
+            "cpu_manager_state",
+            b"\x00\xff\xfe garbage \x01",
+            Expect::Refused("CPU manager checkpoint file"),
+        ),
+        (
+            "truncated memory manager state",
+            "memory_manager_state",
+            br#"{"policyName":"None","machineState":{"#,
+            Expect::Refused("memory manager checkpoint file"),
+        ),
+        (
+            "truncated device manager checkpoint",
+            "device-plugins/kubelet_internal_checkpoint",
+            br#"{"Data":{"PodDeviceEntries":[{"#,
+            Expect::Runs,
+        ),
+        (
+            "a pod directory that is a file",
+            "pods/0b5c3a1e-0000-4000-8000-00000000dead",
+            b"not a directory",
+            Expect::Runs,
+        ),
+    ];
+    let mut seen = Vec::new();
+    for (i, (name, file, bytes, expect)) in cases.into_iter().enumerate() {
+        let dirs = NodeDirs::new();
+        let root = make_cgroup_root(&rig, &format!("state{i}"));
+        let path = dirs.path("root").join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("state dir");
+        std::fs::write(&path, bytes).expect("state file");
+        dirs.write_manifest(
+            "good.yaml",
+            &format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: good\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sleep, '3600']\n"
+            ),
+        );
+        let ports = Ports {
+            main: 22240,
+            read_only: 22241,
+            healthz: 0,
+        };
+        let cfg = config(&dirs, &root, ports, "");
+        let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, NODE), |s| deps(&dirs, s));
+        match expect {
+            Expect::Refused(what) => {
+                let result = tokio::time::timeout(Duration::from_secs(60), kubelet.handle)
+                    .await
+                    .unwrap_or_else(|_| panic!("{name}: run() returns"))
+                    .unwrap_or_else(|e| panic!("{name}: run() panicked: {e}"));
+                let err = result
+                    .err()
+                    .unwrap_or_else(|| panic!("{name}: the start is refused"))
+                    .to_string();
+                let quoted = format!("{path:?}");
+                assert!(
+                    err.contains(what)
+                        && err.contains(&quoted)
+                        && err.contains("please drain this node"),
+                    "{name}: {err}"
+                );
+                seen.push(format!("{name}: refused: {err}"));
+            }
+            Expect::Runs => {
+                wait_pod(
+                    ports.read_only,
+                    &format!("good-{NODE}"),
+                    Duration::from_secs(60),
+                    "Running",
+                    |p| phase(p) == "Running",
+                )
+                .await;
+                assert!(
+                    !kubelet.handle.is_finished(),
+                    "{name}: the kubelet keeps running"
+                );
+                kubelet.stop().await.expect("clean stop");
+                seen.push(format!("{name}: kept running, the pod ran"));
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    eprintln!("{}", seen.join("\n"));
+}
