@@ -169,6 +169,16 @@ pub(crate) async fn accept_loop(
     crate::vlog!(2, server = name, "Stopped listening");
 }
 
+/// Go's kubelet server closes idle keep-alive connections after 90 s.
+/// Here the same bound also limits how long a request's headers may take
+/// to arrive (Go: its 4 h read timeout), which keeps slow-header clients
+/// from holding connections.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Go's `MaxHeaderBytes` (1 MiB) plus the 4 KiB its reader allows on top:
+/// a longer request head is answered 431.
+pub const MAX_HEADER_BYTES: usize = (1 << 20) + 4096;
+
 async fn serve_connection<S>(
     io: S,
     info: ConnectionInfo,
@@ -187,7 +197,14 @@ async fn serve_connection<S>(
             Ok::<_, Infallible>(service.dispatch(req).await)
         }
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        // Go's server: an idle keep-alive connection is closed after 90 s;
+        // hyper's header timer also runs while the next request is awaited.
+        .header_read_timeout(IDLE_TIMEOUT)
+        .max_buf_size(MAX_HEADER_BYTES);
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), svc);
     tokio::pin!(conn);
     tokio::select! {
