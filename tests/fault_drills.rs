@@ -9,6 +9,10 @@
 //! (default 3; bench/fault_drills.sh runs 10) size it; the kill points are
 //! drawn from a seed printed at the start (`KUBELET_RS_DRILL_SEED` replays
 //! one).
+//!
+//! Also: corrupt state files at start-up, and containerd killed while pods
+//! start and probes run, in API mode against the API server double (or the
+//! real kube-apiserver KUBELET_RS_TEST_KUBECONFIG names).
 
 #[path = "e2e/harness.rs"]
 #[allow(dead_code)]
@@ -413,4 +417,154 @@ async fn corrupt_state_files_are_named_or_recovered_from() {
         let _ = std::fs::remove_file(&path);
     }
     eprintln!("{}", seen.join("\n"));
+}
+
+fn ready_condition(n: &k8s_openapi::api::core::v1::Node) -> Option<(String, String, String)> {
+    let c = n
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")?;
+    Some((
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    ))
+}
+
+/// containerd SIGKILLed while ten pods start and a readiness probe runs,
+/// kept down past the runtime's 30 s threshold, then started again: the
+/// Node goes Ready=False with Go's reason and message, healthz keeps
+/// answering 200 (Go's sync-loop check allows 5 minutes), and after the
+/// restart the kubelet, never restarted itself, brings the Node back to
+/// Ready and every pod to Running with one ready sandbox, the containers
+/// that ran before the outage untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containerd_killed_while_pods_start_and_probes_run() {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use support::apiserver::TestApi;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dirs = NodeDirs::new();
+    let Some(rig) = Containerd::start("fault_drills_runtime") else {
+        return;
+    };
+    let api = TestApi::start().await;
+    let ns = api.create_namespace("outage").await;
+    let node = api.unique_name("outage");
+    let root = make_cgroup_root(&rig, "outage");
+    let ports = Ports {
+        main: 22242,
+        read_only: 22243,
+        healthz: 22244,
+    };
+    let cfg = config(
+        &dirs,
+        &root,
+        ports,
+        "nodeStatusUpdateFrequency: 2s\nnodeStatusReportFrequency: 4s\n",
+    );
+    let kubeconfig = api.kubeconfig_for_node(&dirs.path(""), &node).await;
+    let mut argv = args(&dirs, &rig, &cfg, &node);
+    argv.push(format!("--kubeconfig={}", kubeconfig.display()));
+    let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
+    let wait = Duration::from_secs(90);
+    api.wait_for::<Node>(None, &node, wait, |n| {
+        ready_condition(n).is_some_and(|(s, _, _)| s == "True")
+    })
+    .await;
+    let pod = |name: &str, probe: bool| -> Pod {
+        let mut c = serde_json::json!({"name": "c", "image": images().busybox,
+            "command": ["sleep", "3600"]});
+        if probe {
+            c["readinessProbe"] =
+                serde_json::json!({"exec": {"command": ["true"]}, "periodSeconds": 1});
+        }
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [c]},
+        }))
+        .expect("pod")
+    };
+    api.put(&pod("prober", true)).await;
+    api.wait_for::<Pod>(Some(&ns), "prober", wait, |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    })
+    .await;
+    for i in 0..10 {
+        api.put(&pod(&format!("batch-{i}"), false)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before: BTreeMap<String, String> = runtime_view(&rig)
+        .await
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.running.first()?.0.clone())))
+        .collect();
+
+    let down = Instant::now();
+    rig.kill();
+    let n = api
+        .wait_for::<Node>(None, &node, Duration::from_secs(90), |n| {
+            ready_condition(n).is_some_and(|(s, _, _)| s == "False")
+        })
+        .await;
+    let (_, reason, message) = ready_condition(&n).expect("Ready condition");
+    eprintln!(
+        "runtime down: Node Ready=False after {:?}: {reason}: {message}",
+        down.elapsed()
+    );
+    assert_eq!(reason, "KubeletNotReady");
+    assert!(message.contains("container runtime is down"), "{message}");
+    assert_eq!(
+        http_get(ports.healthz, "/healthz").map(|(c, _)| c),
+        Some(200),
+        "healthz within Go's 5 minute sync-loop allowance"
+    );
+    assert!(!kubelet.handle.is_finished(), "the kubelet did not exit");
+
+    rig.restart();
+    let up = Instant::now();
+    api.wait_for::<Node>(None, &node, Duration::from_secs(90), |n| {
+        ready_condition(n).is_some_and(|(s, _, _)| s == "True")
+    })
+    .await;
+    eprintln!("runtime back: Node Ready=True after {:?}", up.elapsed());
+    let want: BTreeSet<String> = std::iter::once("prober".to_string())
+        .chain((0..10).map(|i| format!("batch-{i}")))
+        .collect();
+    let start = Instant::now();
+    let mut last = Err(String::new());
+    while start.elapsed() < Duration::from_secs(120) {
+        last = settled(&runtime_view(&rig).await, &want);
+        if last.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    last.expect("every pod once in the runtime");
+    let view = runtime_view(&rig).await;
+    for (name, id) in &before {
+        assert_eq!(
+            &view[name].running[0].0, id,
+            "{name}: the container that ran before the outage still runs"
+        );
+    }
+    for name in &want {
+        api.wait_for::<Pod>(Some(&ns), name, wait, |p| {
+            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .await;
+    }
+    eprintln!(
+        "all {} pods Running {:?} after the runtime came back; {} had been running before the outage",
+        want.len(),
+        up.elapsed(),
+        before.len()
+    );
+    kubelet.stop().await.expect("kubelet stops cleanly");
+    api.cleanup().await;
 }
