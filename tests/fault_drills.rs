@@ -568,3 +568,140 @@ async fn containerd_killed_while_pods_start_and_probes_run() {
     kubelet.stop().await.expect("kubelet stops cleanly");
     api.cleanup().await;
 }
+
+/// A tmpfs mounted for the test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fills the filesystem of `dir` with `dir/filler` until it is full.
+fn fill(dir: &std::path::Path) -> u64 {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("filler")).expect("filler");
+    let chunk = vec![0x5au8; 64 * 1024];
+    let mut written = 0u64;
+    while f.write_all(&chunk).is_ok() {
+        written += chunk.len() as u64;
+    }
+    // The last partial chunk, byte by byte in small pieces.
+    while f.write_all(&chunk[..512]).is_ok() {
+        written += 512;
+    }
+    let _ = f.sync_all();
+    written
+}
+
+/// The root dir full (a small tmpfs at 100%): the kubelet keeps running
+/// and healthy, the pod it already runs is untouched, the state files stay
+/// whole (no half-written file, no temporary left), a new pod waits with
+/// its error instead of crashing anything, and runs once space is back.
+/// Eviction thresholds are on memory only here, so the full root dir does
+/// not also evict (that is the eviction manager's drill, tests/eviction.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
+    let Some(rig) = Containerd::start("fault_drills_disk") else {
+        return;
+    };
+    let dirs = NodeDirs::new();
+    let Some(_root_fs) = Tmpfs::mount(&dirs.path("root"), "24m") else {
+        eprintln!("SKIPPED: no tmpfs mount here");
+        assert!(std::env::var_os("CI").is_none(), "CI needs tmpfs mounts");
+        return;
+    };
+    let root = make_cgroup_root(&rig, "diskfull");
+    let ports = Ports {
+        main: 22245,
+        read_only: 22246,
+        healthz: 22247,
+    };
+    let cfg = config(
+        &dirs,
+        &root,
+        ports,
+        "evictionHard:\n  memory.available: 100Mi\n",
+    );
+    let bb = &images().busybox;
+    let manifest = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sleep, '3600']\n"
+        )
+    };
+    dirs.write_manifest("quiet.yaml", &manifest("quiet"));
+    let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, NODE), |s| deps(&dirs, s));
+    let wait = Duration::from_secs(60);
+    let quiet = wait_pod(
+        ports.read_only,
+        &format!("quiet-{NODE}"),
+        wait,
+        "Running",
+        |p| phase(p) == "Running",
+    )
+    .await;
+    let quiet_id = container(&quiet, "c")
+        .and_then(|c| c.container_id.clone())
+        .expect("container id");
+
+    let filled = fill(&dirs.path("root"));
+    eprintln!("root dir full: {filled} bytes of filler");
+    dirs.write_manifest("late.yaml", &manifest("late"));
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let listed = pods(ports.read_only);
+    let late = listed.get(&format!("late-{NODE}")).expect("late is known");
+    assert_ne!(phase(late), "Running", "no room for its files yet");
+    assert_eq!(
+        http_get(ports.healthz, "/healthz").map(|(c, _)| c),
+        Some(200),
+        "healthy with a full root dir"
+    );
+    assert!(!kubelet.handle.is_finished(), "the kubelet keeps running");
+    let quiet_now = &listed[&format!("quiet-{NODE}")];
+    assert_eq!(phase(quiet_now), "Running");
+    assert_eq!(
+        container(quiet_now, "c").and_then(|c| c.container_id.clone()),
+        Some(quiet_id.clone()),
+        "the running pod is untouched"
+    );
+    for state in ["cpu_manager_state", "memory_manager_state"] {
+        let text = std::fs::read_to_string(dirs.path("root").join(state)).expect(state);
+        serde_json::from_str::<serde_json::Value>(&text)
+            .unwrap_or_else(|e| panic!("{state} is whole: {e}: {text:?}"));
+    }
+    let temporaries: Vec<String> = dir_names(&dirs.path("root"), ".tmp-").into_iter().collect();
+    assert!(temporaries.is_empty(), "temporaries left: {temporaries:?}");
+
+    std::fs::remove_file(dirs.path("root/filler")).expect("free the space");
+    let late = wait_pod(
+        ports.read_only,
+        &format!("late-{NODE}"),
+        wait,
+        "Running",
+        |p| phase(p) == "Running",
+    )
+    .await;
+    let hosts = std::fs::read_to_string(dirs.path("root/pods").join(uid(&late)).join("etc-hosts"))
+        .expect("etc-hosts");
+    assert!(
+        hosts.contains("late"),
+        "the managed hosts file is whole: {hosts:?}"
+    );
+    kubelet.stop().await.expect("kubelet stops cleanly");
+}

@@ -127,11 +127,12 @@ fn log_file_number(name: &str) -> Option<u32> {
     None
 }
 
-fn write_if_absent(path: &Path, content: &str) -> std::io::Result<()> {
+/// Writes the pod's managed hosts file before each container start, as Go
+/// does: in place (containers already running bind-mount this inode and
+/// see the new content), and every time, so an earlier write cut short
+/// (a full disk) is never left for a container to mount.
+fn write_hosts(path: &Path, content: &str) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    if path.exists() {
-        return Ok(());
-    }
     std::fs::write(path, content)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
 }
@@ -230,7 +231,7 @@ impl KubeGenericRuntimeManager {
                 });
             }
             if let Some(h) = &hosts
-                && let Err(source) = write_if_absent(&h.path, &h.content)
+                && let Err(source) = write_hosts(&h.path, &h.content)
             {
                 return Err(ContainerSetupError::HostsFile {
                     path: h.path.clone(),
