@@ -4,8 +4,9 @@
 //! status in the API, every Lease is renewed, a scripted container that
 //! exits is restarted, and (on the double) each node's heartbeat traffic
 //! has one real kubelet's cadence: a Lease renewal every 10 s
-//! (leaseDurationSeconds 40 × 0.25) and no node status write while nothing
-//! changes (nodeStatusReportFrequency 5 min). Behaviour, not timing.
+//! (leaseDurationSeconds 40 × 0.25), a node status pass every 10 s
+//! (nodeStatusUpdateFrequency) and at most one node status write while
+//! nothing changes (nodeStatusReportFrequency 5 min). Behaviour, not timing.
 //!
 //! The ignored `hollow_bench` (bench/hollow.sh) runs the binary instead.
 
@@ -50,6 +51,11 @@ fn restarts(p: &Pod) -> (i32, Option<i32>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_hollow_nodes_run_their_pods() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // The nodes' log at this verbosity, on stderr.
+    if let Ok(v) = std::env::var("HOLLOW_LOG_V") {
+        kubelet::logs::init_default();
+        kubelet::logs::set_verbosity(v.parse().unwrap_or(2));
+    }
     let api = TestApi::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = rig::hollow_kubeconfig(&api, dir.path()).await;
@@ -187,7 +193,15 @@ async fn twenty_hollow_nodes_run_their_pods() {
                     "{name}: {renewals} lease renewals in {WINDOW:?}: {own:?}"
                 ));
             }
-            // Nothing changes: no status write, no GET the watch answers.
+            // Node status every 10 s (nodeStatusUpdateFrequency): one
+            // read of the Node each time; a write only when something
+            // changed (nodeStatusReportFrequency 5 min).
+            let node_reads = n("GET", "nodes");
+            if !(1..=3).contains(&node_reads) {
+                failures.push(format!(
+                    "{name}: {node_reads} Node GETs in {WINDOW:?}: {own:?}"
+                ));
+            }
             let writes = n("PATCH", "nodes/status") + n("PUT", "nodes/status");
             if writes > 1 {
                 failures.push(format!(
