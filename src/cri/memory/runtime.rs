@@ -452,3 +452,124 @@ fn zero_stats(c: &Container, now: i64) -> api::ContainerStats {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::clock::RealClock;
+
+    fn sandbox_config(annotations: &[(&str, &str)]) -> api::PodSandboxConfig {
+        api::PodSandboxConfig {
+            metadata: Some(api::PodSandboxMetadata {
+                name: "p".into(),
+                uid: "u1".into(),
+                namespace: "ns".into(),
+                attempt: 0,
+            }),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn container_config(name: &str) -> api::ContainerConfig {
+        api::ContainerConfig {
+            metadata: Some(api::ContainerMetadata {
+                name: name.into(),
+                attempt: 0,
+            }),
+            image: Some(api::ImageSpec {
+                image: "pause:3.8".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    async fn state_of(rt: &MemoryRuntime, id: &str) -> (i32, i32, String) {
+        let s = rt
+            .container_status(id, false)
+            .await
+            .unwrap()
+            .status
+            .unwrap();
+        assert!(
+            crate::cri::verify::verify_container_status(&s).is_ok(),
+            "{s:?}"
+        );
+        (s.state, s.exit_code, s.reason)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn containers_follow_the_cri_state_machine_and_their_scripts() {
+        let rt = MemoryRuntime::new(3, Arc::new(RealClock));
+        let config = sandbox_config(&[
+            ("hollow.kubelet-rs.io/exit-after.crash", "2"),
+            ("hollow.kubelet-rs.io/exit-code.crash", "3"),
+        ]);
+        let sb = rt.run_pod_sandbox(&config, "").await.unwrap();
+        let status = rt
+            .pod_sandbox_status(&sb, false)
+            .await
+            .unwrap()
+            .status
+            .unwrap();
+        assert!(crate::cri::verify::verify_sandbox_status(&status).is_ok());
+        assert_eq!(status.network.unwrap().ip, "10.64.3.1");
+
+        let app = rt
+            .create_container(&sb, &container_config("app"), &config)
+            .await
+            .unwrap();
+        let crash = rt
+            .create_container(&sb, &container_config("crash"), &config)
+            .await
+            .unwrap();
+        let (created, running, exited) = (
+            api::ContainerState::ContainerCreated as i32,
+            api::ContainerState::ContainerRunning as i32,
+            api::ContainerState::ContainerExited as i32,
+        );
+        assert_eq!(state_of(&rt, &app).await.0, created);
+        rt.start_container(&app).await.unwrap();
+        rt.start_container(&crash).await.unwrap();
+        assert!(rt.start_container(&app).await.is_err(), "started twice");
+        // (after, app, crash)
+        let steps = [
+            (0, (running, 0, ""), (running, 0, "")),
+            (2, (running, 0, ""), (exited, 3, "Error")),
+        ];
+        for (secs, want_app, want_crash) in steps {
+            tokio::time::advance(Duration::from_secs(secs)).await;
+            let (a, c) = (state_of(&rt, &app).await, state_of(&rt, &crash).await);
+            assert_eq!((a.0, a.1, a.2.as_str()), want_app, "app at +{secs}s");
+            assert_eq!((c.0, c.1, c.2.as_str()), want_crash, "crash at +{secs}s");
+        }
+        let running_filter = api::ContainerFilter {
+            state: Some(api::ContainerStateValue { state: running }),
+            ..Default::default()
+        };
+        let listed = rt.list_containers(Some(running_filter)).await.unwrap();
+        assert_eq!(
+            listed.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
+            vec![app.clone()]
+        );
+
+        // Stopping the sandbox ends its containers; removing it, everything.
+        rt.stop_pod_sandbox(&sb).await.unwrap();
+        assert_eq!(state_of(&rt, &app).await.0, exited);
+        let sandboxes = rt.list_pod_sandbox(None).await.unwrap();
+        assert_eq!(
+            sandboxes[0].state,
+            api::PodSandboxState::SandboxNotready as i32
+        );
+        rt.remove_pod_sandbox(&sb).await.unwrap();
+        assert_eq!(rt.counts(), (0, 0));
+        assert!(matches!(
+            rt.container_status(&app, false).await,
+            Err(crate::cri::CriError::NotFound { .. })
+        ));
+    }
+}
