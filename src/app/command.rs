@@ -332,49 +332,26 @@ fn report(error: &CommandError) {
     }
 }
 
-/// Runs the kubelet command: returns the process exit status.
+/// Runs the kubelet command: returns the process exit status. `kubelet
+/// hollow ...` runs hollow nodes instead ([`super::hollow`]).
 pub fn execute<I, T>(args: I) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString>,
 {
     logs::init_default();
-    let outcome = build(args.into_iter().skip(1), &mut std::io::stderr());
-    let (server, flag_values) = match outcome {
-        Ok(Outcome::Help(text)) | Ok(Outcome::Version(text)) => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
-            return 0;
-        }
-        Ok(Outcome::Run {
-            server,
-            flag_values,
-        }) => (server, flag_values),
-        Err(e) => {
-            report(&e);
-            return 1;
-        }
+    let args: Vec<std::ffi::OsString> = args.into_iter().skip(1).map(Into::into).collect();
+    if args.first().is_some_and(|a| a == "hollow") {
+        let rest = args[1..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        return super::hollow::execute(rest);
+    }
+    let server = match prepare(args) {
+        Ok(server) => server,
+        Err(code) => return code,
     };
-    features::set_default_feature_gate(server.feature_gate.clone());
-    if let Err(e) = logs::apply(&server.config.logging).and_then(|()| apply_klog_flags(&server)) {
-        report(&CommandError::Logging(e));
-        return 1;
-    }
-    log_flags(&flag_values);
-    if logs::v_enabled(1) {
-        tracing::info!(
-            target: logs::PRINTF_TARGET,
-            v = 1,
-            "feature gates: {}",
-            server.feature_gate.go_string()
-        );
-    }
-    if logs::v_enabled(5) {
-        let mut shown = server.config.clone();
-        for values in shown.static_pod_url_header.values_mut() {
-            *values = vec!["<masked>".to_string()];
-        }
-        crate::vlog!(5, configuration = %shown.to_configz_json(), "KubeletConfiguration");
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -392,4 +369,51 @@ where
             1
         }
     }
+}
+
+/// The kubelet's arguments (without the program name) to the server, with
+/// feature gates and logging applied; `Err` is the exit status when the
+/// command ends here (help, version, errors).
+pub fn prepare<I, T>(args: I) -> Result<Arc<KubeletServer>, u8>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let outcome = build(args, &mut std::io::stderr());
+    let (server, flag_values) = match outcome {
+        Ok(Outcome::Help(text)) | Ok(Outcome::Version(text)) => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            return Err(0);
+        }
+        Ok(Outcome::Run {
+            server,
+            flag_values,
+        }) => (server, flag_values),
+        Err(e) => {
+            report(&e);
+            return Err(1);
+        }
+    };
+    features::set_default_feature_gate(server.feature_gate.clone());
+    if let Err(e) = logs::apply(&server.config.logging).and_then(|()| apply_klog_flags(&server)) {
+        report(&CommandError::Logging(e));
+        return Err(1);
+    }
+    log_flags(&flag_values);
+    if logs::v_enabled(1) {
+        tracing::info!(
+            target: logs::PRINTF_TARGET,
+            v = 1,
+            "feature gates: {}",
+            server.feature_gate.go_string()
+        );
+    }
+    if logs::v_enabled(5) {
+        let mut shown = server.config.clone();
+        for values in shown.static_pod_url_header.values_mut() {
+            *values = vec!["<masked>".to_string()];
+        }
+        crate::vlog!(5, configuration = %shown.to_configz_json(), "KubeletConfiguration");
+    }
+    Ok(server)
 }

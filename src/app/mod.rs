@@ -6,6 +6,7 @@
 
 pub mod command;
 pub mod dependencies;
+pub mod hollow;
 pub mod options;
 pub mod run;
 pub mod run_kubelet;

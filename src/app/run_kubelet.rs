@@ -97,6 +97,7 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
         node_hosts_file: p.deps.node_hosts_file.clone(),
         api: p.api,
         machine_info: p.deps.machine_info.clone(),
+        mounter: Arc::new(crate::volume::util::mount::SystemMounter),
     })
     .await?;
     // BirthCry: the "Starting" event on the Node (only logged standalone).

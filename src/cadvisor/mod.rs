@@ -7,11 +7,13 @@ pub mod container;
 mod fs;
 mod machine;
 pub mod prometheus;
+pub mod static_machine;
 pub(crate) mod topology;
 mod types;
 
 pub use fs::fs_info_at;
 pub use machine::HostMachineInfo;
+pub use static_machine::{MachineSpec, StaticMachine};
 pub use types::{Core, FsInfo, HugePagesInfo, MachineInfo, NumaNode, VersionInfo};
 
 use std::path::{Path, PathBuf};

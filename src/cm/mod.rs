@@ -28,6 +28,7 @@ pub mod kernel;
 pub mod memorymanager;
 pub mod node_allocatable;
 pub mod node_config;
+pub mod noop;
 pub mod pod_container_manager;
 pub mod qos;
 pub mod qos_container_manager;

@@ -19,6 +19,7 @@ pub mod connection;
 pub mod error;
 pub mod instrumented;
 pub mod log_reduction;
+pub mod memory;
 pub mod remote_image;
 pub mod remote_runtime;
 pub mod service;

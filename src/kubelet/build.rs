@@ -54,6 +54,7 @@ use crate::kubelet::sync_loop::admission::AdmitFn;
 use crate::kubelet::sync_loop::admission::SoftAdmission;
 use crate::kubelet::volumemanager::VolumeManager;
 use crate::util::clock::Clock;
+use crate::volume::util::mount::MountInterface;
 use adapters::{KubeletPods, NodeResources, Probes, RecorderEvents, Volumes};
 use lifecycle::{Lifecycle, PodCore};
 use sources::PodSources;
@@ -102,6 +103,9 @@ pub struct KubeletDeps {
     pub api: Option<api::ApiClients>,
     /// The machine and its versions (container metrics).
     pub machine_info: Arc<dyn crate::cadvisor::MachineInfoProvider>,
+    /// Mounts for volumes and the root directory's shared propagation
+    /// (the host's; hollow nodes mount nothing).
+    pub mounter: Arc<dyn MountInterface>,
 }
 
 /// The kubelet's settings, identity and outer handles, read by every
@@ -123,6 +127,8 @@ pub struct Env {
     pub container_manager: Arc<dyn ContainerManager>,
     /// The machine and its versions (container metrics).
     pub machine_info: Arc<dyn crate::cadvisor::MachineInfoProvider>,
+    /// Mounts (the host's, or none for hollow nodes).
+    pub mounter: Arc<dyn MountInterface>,
 }
 
 /// The built kubelet, ready for its start phase: each part starts on its
@@ -260,10 +266,12 @@ pub async fn new_main_kubelet(deps: KubeletDeps) -> Result<Kubelet, BuildError> 
         runtime_services: deps.runtime_services,
         container_manager: deps.container_manager,
         machine_info: deps.machine_info,
+        mounter: deps.mounter,
     };
     let node_resources = node::resources(&server, env.container_manager.as_ref()).await;
     let volume_manager = volumes::volume_manager(
         &env.dirs,
+        env.mounter.clone(),
         &node_resources,
         api_objects.as_ref(),
         &core,

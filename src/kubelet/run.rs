@@ -24,7 +24,6 @@ use crate::kubelet::pod_dirs::{DataDirOptions, setup_data_dirs};
 use crate::kubelet::runtime_state::RUNTIME_UP_PERIOD;
 use crate::kubelet::sync_loop::{ProbeUpdates, SyncLoopInputs};
 use crate::util::lifecycle::{Period, TaskSet};
-use crate::volume::util::mount::{SystemMounter, make_rshared};
 
 /// How often dead containers are collected (ContainerGCPeriod).
 pub const CONTAINER_GC_PERIOD: Duration = Duration::from_secs(60);
@@ -133,11 +132,12 @@ impl Kubelet {
     async fn setup_data_dirs(&self) -> Result<(), StartError> {
         let dirs = self.env.dirs.clone();
         let logs = self.env.container_logs_dir.clone();
+        let mounter = self.env.mounter.clone();
         let opts = DataDirOptions {
             container_checkpoint: self.env.server.feature_gate.enabled(CONTAINER_CHECKPOINT),
         };
         tokio::task::spawn_blocking(move || {
-            setup_data_dirs(&dirs, opts, |p| make_rshared(p, &SystemMounter))?;
+            setup_data_dirs(&dirs, opts, |p| mounter.make_rshared(p))?;
             if let Some(dir) = logs
                 && !dir.exists()
             {

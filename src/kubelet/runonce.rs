@@ -17,7 +17,6 @@ use crate::kubelet::status::ApiPodStatus;
 use crate::kubelet::status::generate::FAILED;
 use crate::kubelet::types::SyncPodType;
 use crate::util::lifecycle::TaskSet;
-use crate::volume::util::mount::{SystemMounter, make_rshared};
 
 /// How long to wait for the first pod update.
 pub const RUN_ONCE_MANIFEST_DELAY: Duration = Duration::from_secs(1);
@@ -75,9 +74,10 @@ impl Kubelet {
     pub async fn run_once(mut self, tasks: &TaskSet) -> Result<Vec<RunPodResult>, RunOnceError> {
         let dirs = self.env.dirs.clone();
         let logs = self.env.container_logs_dir.clone();
+        let mounter = self.env.mounter.clone();
         tokio::task::spawn_blocking(move || {
             setup_data_dirs(&dirs, DataDirOptions::default(), |p| {
-                make_rshared(p, &SystemMounter)
+                mounter.make_rshared(p)
             })
             .map_err(|e| e.to_string())?;
             if let Some(dir) = logs {

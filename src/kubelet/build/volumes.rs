@@ -11,24 +11,20 @@ use super::lifecycle::PodCore;
 use super::sources::PodSources;
 use crate::kubelet::volumemanager::{VolumeManager, VolumeManagerDeps};
 use crate::util::pod_dirs::PodDirs;
-use crate::volume::util::mount::SystemMounter;
+use crate::volume::util::mount::MountInterface;
 use crate::volume::{PluginManager, VolumeHost};
 
 /// Builds the volume manager (nothing started).
 pub fn volume_manager(
     dirs: &PodDirs,
+    mounter: Arc<dyn MountInterface>,
     node_resources: &Arc<NodeResources>,
     api: Option<&ApiObjects>,
     core: &PodCore,
     sources: &PodSources,
 ) -> Arc<VolumeManager> {
     let clock = &core.clock;
-    let mut host = VolumeHost::new(
-        dirs.clone(),
-        Arc::new(SystemMounter),
-        clock.clone(),
-        node_resources.clone(),
-    );
+    let mut host = VolumeHost::new(dirs.clone(), mounter, clock.clone(), node_resources.clone());
     if let Some(a) = api {
         host = host
             .with_config_maps(a.objects.config_maps.clone())

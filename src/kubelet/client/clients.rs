@@ -290,6 +290,78 @@ pub async fn build_clients_with_clock(
     })
 }
 
+/// One transport (connection pool, TLS, credentials) for many kubelets of
+/// one process (hollow nodes): each gets its own clients and token buckets
+/// over the shared connections. Closing connections after heartbeat
+/// failures closes them for every kubelet on the transport.
+#[derive(Clone)]
+pub struct SharedTransport {
+    config: kube::Config,
+    hyper: HyperClient,
+    tracker: ConnTracker,
+}
+
+impl std::fmt::Debug for SharedTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedTransport").finish_non_exhaustive()
+    }
+}
+
+impl SharedTransport {
+    /// The transport of `kubeconfig`'s current context (no bootstrap, no
+    /// certificate rotation).
+    pub async fn from_kubeconfig(kubeconfig: &std::path::Path) -> Result<Self, ClientError> {
+        let mut config = kubeconfig::load(kubeconfig).await?.config;
+        let ua = HeaderValue::from_str(&user_agent()).map_err(build_err)?;
+        config
+            .headers
+            .push((HeaderName::from_static("user-agent"), ua));
+        let tracker = ConnTracker::new();
+        let hyper = make_transport(&config, None, &tracker)?;
+        Ok(SharedTransport {
+            config,
+            hyper,
+            tracker,
+        })
+    }
+
+    /// One kubelet's three clients over the shared connections, throttled
+    /// by its own limits (`params`: QPS, bursts, heartbeat timeout).
+    pub fn clients(
+        &self,
+        params: &ClientParams,
+        clock: Arc<dyn Clock>,
+    ) -> Result<KubeClients, ClientError> {
+        let main_limiter = limiter_for(params.kube_api_qps as f32, params.kube_api_burst);
+        let main = make_client(&self.config, self.hyper.clone(), main_limiter.clone(), None)?;
+        let events = make_client(
+            &self.config,
+            self.hyper.clone(),
+            limiter_for(params.event_record_qps as f32, params.event_burst),
+            None,
+        )?;
+        let heartbeat = make_client(
+            &self.config,
+            self.hyper.clone(),
+            None,
+            Some(params.heartbeat_timeout),
+        )?;
+        Ok(KubeClients {
+            main,
+            events,
+            heartbeat,
+            main_limiter,
+            tracker: self.tracker.clone(),
+            rotation: None,
+            on_fatal: Arc::new(|msg| {
+                tracing::error!(reason = msg, "Exiting");
+                std::process::exit(1);
+            }),
+            clock,
+        })
+    }
+}
+
 impl KubeClients {
     /// Drops every open connection of the three clients.
     pub fn close_all_connections(&self) {

@@ -23,7 +23,7 @@ pub mod kubeconfig;
 pub mod ratelimit;
 pub mod timeout;
 
-pub use clients::{ClientParams, HeartbeatFailureFn, KubeClients, build_clients};
+pub use clients::{ClientParams, HeartbeatFailureFn, KubeClients, SharedTransport, build_clients};
 pub use connector::ConnTracker;
 
 use std::path::PathBuf;

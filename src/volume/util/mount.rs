@@ -27,6 +27,32 @@ pub trait MountInterface: Send + Sync {
     fn is_likely_not_mount_point(&self, path: &Path) -> io::Result<bool>;
     /// Every mount of this mount namespace.
     fn list(&self) -> io::Result<Vec<MountInfo>>;
+    /// Makes `path` a mount point with shared propagation (see
+    /// [`make_rshared`]).
+    fn make_rshared(&self, path: &Path) -> Result<(), SharedMountError>;
+}
+
+/// A mounter that mounts nothing (hollow nodes): mounts and unmounts
+/// succeed without effect, no path is a mount point, the table is empty.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopMounter;
+
+impl MountInterface for NoopMounter {
+    fn mount(&self, _s: &str, _t: &Path, _f: &str, _o: &[String]) -> Result<(), VolumeError> {
+        Ok(())
+    }
+    fn unmount(&self, _target: &Path) -> Result<(), VolumeError> {
+        Ok(())
+    }
+    fn is_likely_not_mount_point(&self, _path: &Path) -> io::Result<bool> {
+        Ok(true)
+    }
+    fn list(&self) -> io::Result<Vec<MountInfo>> {
+        Ok(Vec::new())
+    }
+    fn make_rshared(&self, _path: &Path) -> Result<(), SharedMountError> {
+        Ok(())
+    }
 }
 
 /// The host's mount table, through system calls.
@@ -154,6 +180,10 @@ impl MountInterface for SystemMounter {
         Ok(parse_mountinfo(&std::fs::read_to_string(
             "/proc/self/mountinfo",
         )?))
+    }
+
+    fn make_rshared(&self, path: &Path) -> Result<(), SharedMountError> {
+        make_rshared(path, self)
     }
 }
 

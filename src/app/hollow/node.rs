@@ -1,0 +1,145 @@
+//! One hollow node: the real kubelet composition (`new_main_kubelet`,
+//! `Kubelet::start`) over hollow host seams: the in-memory CRI, a described
+//! machine, a container manager and a mounter that touch nothing, a root
+//! directory under the state directory, and clients over the process's
+//! shared transport with this node's own rate limits.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::HollowError;
+use super::options::HollowOptions;
+use crate::apis::config::server::KubeletServer;
+use crate::cadvisor::{MachineInfoProvider, StaticMachine};
+use crate::cm::noop::NoopContainerManager;
+use crate::cri::memory::memory_runtime_services;
+use crate::kubelet::build::api::ApiClients;
+use crate::kubelet::build::{KubeletDeps, new_main_kubelet};
+use crate::kubelet::client::{ClientParams, SharedTransport};
+use crate::kubelet::events::{ApiEventRecorder, KubeEventSink, NodeEvents};
+use crate::kubelet::run::Running;
+use crate::util::clock::Clock;
+use crate::util::lifecycle::TaskSet;
+use crate::volume::util::mount::NoopMounter;
+
+/// What every hollow node of the process shares.
+pub struct Shared {
+    /// The configuration the command line gave (before per-node changes).
+    pub base: Arc<KubeletServer>,
+    pub options: HollowOptions,
+    pub transport: SharedTransport,
+    pub node_ips: Vec<IpAddr>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The kubelet configuration of hollow node `name`: its own name and
+/// directories; eviction off (no thresholds, no local storage isolation:
+/// nothing to measure), no QoS cgroups, nothing enforced.
+pub fn node_server(base: &KubeletServer, name: &str, state_dir: &Path) -> Arc<KubeletServer> {
+    let mut flags = base.flags.clone();
+    let mut config = base.config.clone();
+    let root = state_dir.join(name);
+    flags.hostname_override = name.to_string();
+    flags.root_directory = root.to_string_lossy().into_owned();
+    flags.cert_directory = root.join("pki").to_string_lossy().into_owned();
+    config.eviction_hard.clear();
+    config.eviction_soft.clear();
+    config.local_storage_capacity_isolation = false;
+    config.cgroups_per_qos = false;
+    config.enforce_node_allocatable.clear();
+    config.tls_cert_file.clear();
+    config.tls_private_key_file.clear();
+    KubeletServer::new(flags, config, base.feature_gate.clone())
+}
+
+/// Builds and starts hollow node number `n` on `tasks`.
+pub async fn start_node(shared: &Shared, n: u32, tasks: &TaskSet) -> Result<Running, HollowError> {
+    let name = shared.options.node_name(n);
+    let index = shared.options.first_index.saturating_add(n);
+    let server = node_server(&shared.base, &name, &shared.options.state_dir);
+    let clock = shared.clock.clone();
+    let machine = Arc::new(StaticMachine::new(&shared.options.machine, &name));
+    let node_config = crate::app::dependencies::node_config(&server, &name)?;
+    let root = Path::new(&server.flags.root_directory).to_path_buf();
+    let container_manager = Arc::new(NoopContainerManager::new(
+        node_config,
+        machine.machine_info()?,
+        &machine.fs_info(&root)?,
+    ));
+
+    let clients = shared
+        .transport
+        .clients(&ClientParams::from_server(&server, &name), clock.clone())?;
+    let recorder = ApiEventRecorder::new(&name, clock.clone());
+    recorder.start(tasks, Arc::new(KubeEventSink::new(clients.events.clone())));
+    let birth_cry = NodeEvents::new(recorder.clone(), &name);
+    let api = ApiClients {
+        clients,
+        recorder,
+        machine_info: machine.clone(),
+    };
+
+    let kubelet = new_main_kubelet(KubeletDeps {
+        server: server.clone(),
+        node_name: name.clone(),
+        hostname: name.clone(),
+        node_ips: shared.node_ips.clone(),
+        runtime_services: memory_runtime_services(index, clock.clone()),
+        container_manager,
+        clock,
+        pod_logs_root: root.join("logs").join("pods"),
+        container_logs_dir: None,
+        node_hosts_file: root.join("etc-hosts"),
+        api: Some(api),
+        machine_info: machine,
+        mounter: Arc::new(NoopMounter),
+    })
+    .await?;
+    birth_cry.birth_cry();
+    let running = kubelet.start(tasks).await?;
+    tracing::info!(node = %name, "Started hollow node");
+    Ok(running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_server_table() {
+        let mut config = crate::apis::config::types::KubeletConfiguration::v1beta1_defaults();
+        config.max_pods = 20;
+        let base = KubeletServer::new(Default::default(), config, Default::default());
+        let s = node_server(&base, "hollow-3", Path::new("/state"));
+        let cases: [(&str, String, String); 4] = [
+            (
+                "hostname",
+                s.flags.hostname_override.clone(),
+                "hollow-3".into(),
+            ),
+            (
+                "root",
+                s.flags.root_directory.clone(),
+                "/state/hollow-3".into(),
+            ),
+            (
+                "certs",
+                s.flags.cert_directory.clone(),
+                "/state/hollow-3/pki".into(),
+            ),
+            ("maxPods", s.config.max_pods.to_string(), "20".into()),
+        ];
+        for (what, got, want) in cases {
+            assert_eq!(got, want, "{what}");
+        }
+        assert!(s.config.eviction_hard.is_empty() && !s.config.local_storage_capacity_isolation);
+        assert!(!s.config.cgroups_per_qos && s.config.enforce_node_allocatable.is_empty());
+        // The kubelet's usual serving certificate paths, under the node's directory.
+        assert!(
+            s.config.tls_cert_file.starts_with("/state/hollow-3/pki"),
+            "{}",
+            s.config.tls_cert_file
+        );
+    }
+}
