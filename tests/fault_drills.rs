@@ -705,3 +705,106 @@ async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
     );
     kubelet.stop().await.expect("kubelet stops cleanly");
 }
+
+/// The resident set of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A thousand invalid manifests next to five valid ones in staticPodPath:
+/// every invalid file is refused with a log line naming it, the valid pods
+/// run, and the kubelet's memory stays bounded (printed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_invalid_manifests_is_refused_file_by_file() {
+    let Some(rig) = Containerd::start("fault_drills_flood") else {
+        return;
+    };
+    let _sysctls = SysctlGuard::save();
+    let dirs = NodeDirs::new();
+    let root = make_cgroup_root(&rig, "flood");
+    let bb = &images().busybox;
+    let bad = |i: usize| -> String {
+        match i % 5 {
+            0 => format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: bad{i}\n"),
+            1 => format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: bad{i}\n"),
+            2 => format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_{i}\nspec:\n  containers:\n  - name: c\n    image: {bb}\n"
+            ),
+            3 => format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad{i}\nspec:\n  containers:\n  - name: c\n    image: {bb}\n    resources: {{limits: {{cpu: lots}}}}\n"
+            ),
+            _ => format!("{{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": [{i}]}}"),
+        }
+    };
+    for i in 0..1000 {
+        dirs.write_manifest(&format!("bad-{i:04}.yaml"), &bad(i));
+    }
+    for i in 0..5 {
+        dirs.write_manifest(
+            &format!("good-{i}.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: good{i}\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sleep, '3600']\n"
+            ),
+        );
+    }
+    let ports = Ports {
+        main: 22230,
+        read_only: 22231,
+        healthz: 22232,
+    };
+    let cfg = config(&dirs, &root, ports, "");
+    let argv = args(&dirs, &rig, &cfg, NODE);
+    let mut child = spawn_binary(&argv, &dirs.path("logs"));
+    let stderr = collect_stderr(&mut child);
+    let wait = Duration::from_secs(90);
+    for i in 0..5 {
+        wait_pod(
+            ports.read_only,
+            &format!("good{i}-{NODE}"),
+            wait,
+            "Running",
+            |p| phase(p) == "Running",
+        )
+        .await;
+    }
+    // A few file-check periods over the same flood.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let rss = rss_kib(child.id());
+    let listed = pods(ports.read_only);
+    assert_eq!(listed.len(), 5, "only the valid pods: {:?}", listed.keys());
+    assert_eq!(
+        http_get(ports.healthz, "/healthz").map(|(c, _)| c),
+        Some(200)
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(10)), Some(0));
+    let log = stderr
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap_or_default();
+    let named: BTreeSet<String> = log
+        .lines()
+        .filter(|l| l.contains("Could not process manifest file"))
+        .filter_map(|l| {
+            let at = l.find("bad-")?;
+            Some(l[at..at + 8].to_string())
+        })
+        .collect();
+    eprintln!(
+        "flood: {} of 1000 invalid manifests named in the log, 5 valid pods Running, kubelet RSS {} MiB",
+        named.len(),
+        rss / 1024
+    );
+    assert_eq!(named.len(), 1000, "every invalid file is named");
+    assert!(rss < 256 * 1024, "RSS {rss} KiB stays bounded");
+}
