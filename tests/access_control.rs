@@ -168,17 +168,8 @@ struct Client {
 
 impl Client {
     fn new(dirs: &NodeDirs, node: &str) -> Client {
-        use rustls::pki_types::CertificateDer;
-        use rustls::pki_types::pem::PemObject;
-        let certs: Vec<CertificateDer<'static>> =
-            CertificateDer::pem_file_iter(dirs.path("pki/kubelet.crt"))
-                .expect("kubelet.crt")
-                .collect::<Result<_, _>>()
-                .expect("PEM certificates");
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add_parsable_certificates(certs);
         Client {
-            roots,
+            roots: kubelet_roots(dirs),
             node: node.to_string(),
         }
     }

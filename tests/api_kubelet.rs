@@ -619,38 +619,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Puts back the host sysctls the binary tunes (as the Go kubelet does).
-struct SysctlGuard(Vec<(String, String)>);
-
-impl SysctlGuard {
-    fn save() -> Self {
-        let keys = [
-            "vm/overcommit_memory",
-            "vm/panic_on_oom",
-            "kernel/panic",
-            "kernel/panic_on_oops",
-            "kernel/keys/root_maxkeys",
-            "kernel/keys/root_maxbytes",
-        ];
-        SysctlGuard(
-            keys.iter()
-                .filter_map(|k| {
-                    let v = std::fs::read_to_string(format!("/proc/sys/{k}")).ok()?;
-                    Some((k.to_string(), v.trim().to_string()))
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for SysctlGuard {
-    fn drop(&mut self) {
-        for (k, v) in &self.0 {
-            let _ = std::fs::write(format!("/proc/sys/{k}"), v);
-        }
-    }
-}
-
 /// The binary with `--kubeconfig`: it registers the Node and mirrors its
 /// static pod; with the API server gone, SIGTERM still ends it with status
 /// 0 within 5 s.

@@ -329,6 +329,21 @@ pub fn uid(p: &Pod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
+/// Trust in the self-signed serving certificate the kubelet wrote to its
+/// cert dir.
+pub fn kubelet_roots(dirs: &NodeDirs) -> rustls::RootCertStore {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(dirs.path("pki/kubelet.crt"))
+            .expect("kubelet.crt")
+            .collect::<Result<_, _>>()
+            .expect("PEM certificates");
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add_parsable_certificates(certs);
+    roots
+}
+
 /// A TLS connection to the node's main port, trusting the self-signed
 /// certificate the kubelet wrote to its cert dir for `node`, with HTTP/1.1
 /// on it (upgrades allowed).
@@ -337,15 +352,8 @@ pub async fn https_connect(
     node: &str,
     port: u16,
 ) -> hyper::client::conn::http1::SendRequest<http_body_util::Empty<bytes::Bytes>> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName};
-    let certs: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_file_iter(dirs.path("pki/kubelet.crt"))
-            .expect("kubelet.crt")
-            .collect::<Result<_, _>>()
-            .expect("PEM certificates");
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add_parsable_certificates(certs);
+    use rustls::pki_types::ServerName;
+    let roots = kubelet_roots(dirs);
     let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
