@@ -717,6 +717,34 @@ async fn runonce_restart_adoption_and_cri_metadata() {
     }
 }
 
+/// /debug/pprof/heap of the binary (jemalloc, sampling from the start):
+/// a gzipped pprof protobuf of the live heap, in bytes by allocation stack.
+async fn heap_profile_of_the_binary(dirs: &NodeDirs, port: u16) {
+    use http_body_util::BodyExt;
+    use kubelet::kubelet::server::pprof::Profile;
+    use prost::Message as _;
+    let (status, body) = https_request(dirs, "e2e-node", port, "/debug/pprof/heap").await;
+    let gz = body.collect().await.expect("body").to_bytes();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&gz));
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut bytes)
+        .expect("gzip");
+    let p = Profile::decode(bytes.as_slice()).expect("pprof protobuf");
+    let name = |i: i64| p.string_table[i as usize].as_str();
+    let kinds: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (name(t.r#type), name(t.unit)))
+        .collect();
+    assert_eq!(kinds, [("inuse_space", "bytes")]);
+    let live: i64 = p.sample.iter().filter_map(|s| s.value.first()).sum();
+    assert!(
+        !p.sample.is_empty() && live > 0 && !p.location.is_empty(),
+        "an empty heap profile: {} samples, {live} bytes",
+        p.sample.len()
+    );
+}
+
 /// The binary: a bad manifest next to a good one is skipped with a log
 /// line naming it; a second kubelet on the same lock file makes the first
 /// exit 0 and takes over; SIGTERM ends it with status 0 within 5 s.
@@ -757,6 +785,8 @@ async fn binary_bad_manifest_lock_contention_and_sigterm() {
         phase(pod) == "Running"
     })
     .await;
+
+    heap_profile_of_the_binary(&dirs, 21280).await;
 
     let mut second = spawn_binary(&with_lock(21290), &logs);
     let second_err = collect_stderr(&mut second);

@@ -150,6 +150,11 @@ pub async fn run_kubelet(p: RunKubeletParams<'_>) -> Result<RunOutcome, RunKubel
     let serving = kubelet.serving_certificate.as_ref().map(|s| s.resolver());
     let running = kubelet.start(p.tasks).await?;
 
+    if !(c.enable_server && c.enable_debugging_handlers && c.enable_profiling_handler)
+        && let Err(e) = crate::kubelet::server::pprof::heap::deactivate().await
+    {
+        tracing::warn!(err = %e, "Heap profiling left on");
+    }
     if c.enable_server {
         let router = main_router(&handlers, c.enable_debugging_handlers)?;
         let tls = match serving {

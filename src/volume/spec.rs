@@ -2,21 +2,25 @@
 //! volumes), the arguments of a mount, and what a mounted volume tells the
 //! container runtime about itself.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Pod, Volume};
 
-/// One pod volume as the plugins see it.
+/// One pod volume as the plugins see it. The volume is shared: a `Volume`
+/// holds every source type inline (kilobytes), and the desired and actual
+/// states keep a spec for each pod's use of each volume.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
-    pub volume: Volume,
+    pub volume: Arc<Volume>,
     /// Mount read-only whatever the volume mounts ask (persistent volumes
     /// only; inline volumes are never forced read-only).
     pub read_only: bool,
 }
 
 impl Spec {
-    pub fn from_volume(volume: Volume) -> Self {
+    pub fn from_volume(volume: impl Into<Arc<Volume>>) -> Self {
         Spec {
-            volume,
+            volume: volume.into(),
             read_only: false,
         }
     }

@@ -61,12 +61,21 @@ fn key(pod: &Pod) -> String {
     )
 }
 
-/// The reflector's store: the node's pods as last listed and watched.
+/// The reflector's store: the node's pods as last listed and watched,
+/// shared with the pod config (a snapshot copies no pod).
 #[derive(Default)]
 struct UndeltaStore {
-    pods: BTreeMap<String, Pod>,
+    pods: BTreeMap<String, Arc<Pod>>,
     /// Pods of a list in progress (between Init and InitDone).
-    listing: Option<BTreeMap<String, Pod>>,
+    listing: Option<BTreeMap<String, Arc<Pod>>>,
+}
+
+/// What the kubelet keeps of a watched pod: everything but the field
+/// managers' bookkeeping, which nothing in the kubelet reads and which is
+/// often the largest part of the object.
+fn trimmed(mut pod: Pod) -> Arc<Pod> {
+    pod.metadata.managed_fields = None;
+    Arc::new(pod)
 }
 
 impl UndeltaStore {
@@ -81,7 +90,7 @@ impl UndeltaStore {
             Event::InitApply(pod) => {
                 self.listing
                     .get_or_insert_with(BTreeMap::new)
-                    .insert(key(&pod), pod);
+                    .insert(key(&pod), trimmed(pod));
                 false
             }
             Event::InitDone => {
@@ -89,7 +98,7 @@ impl UndeltaStore {
                 true
             }
             Event::Apply(pod) => {
-                self.pods.insert(key(&pod), pod);
+                self.pods.insert(key(&pod), trimmed(pod));
                 true
             }
             Event::Delete(pod) => {
@@ -99,7 +108,7 @@ impl UndeltaStore {
         }
     }
 
-    fn snapshot(&self) -> Vec<Pod> {
+    fn snapshot(&self) -> Vec<Arc<Pod>> {
         self.pods.values().cloned().collect()
     }
 }
@@ -138,7 +147,7 @@ impl PodSource for ApiserverSource {
             match next {
                 Some(Ok(event)) => {
                     if store.apply(event) {
-                        updates.set(store.snapshot());
+                        updates.set_shared(store.snapshot());
                     }
                 }
                 Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {

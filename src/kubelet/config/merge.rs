@@ -58,13 +58,14 @@ impl PodStorage {
     }
 
     /// Applies one update from `source`; `seen` stamps pods new to the kubelet.
-    pub fn merge(
+    pub fn merge<P: Into<Arc<Pod>>>(
         &mut self,
         source: &str,
         op: PodOperation,
-        pods: Vec<Pod>,
+        pods: Vec<P>,
         seen: &str,
     ) -> MergeResult {
+        let pods: Vec<Arc<Pod>> = pods.into_iter().map(Into::into).collect();
         let mut result = MergeResult::default();
         let seen_before = self.sources_seen.contains(source);
         let mut current = self.pods.remove(source).unwrap_or_default();
@@ -100,8 +101,11 @@ impl PodStorage {
 
 /// Merges `new_pods` into the source's pods. With `keep_rest` (incremental
 /// operations) pods not mentioned stay; otherwise (SET) they are removed.
+/// A pod that did not change keeps its stored `Arc` (nothing is copied);
+/// a changed one becomes a new object, so what the sync loop already holds
+/// is never mutated under it.
 fn update_pods(
-    new_pods: Vec<Pod>,
+    new_pods: Vec<Arc<Pod>>,
     mut old: HashMap<String, Arc<Pod>>,
     source: &str,
     seen: &str,
@@ -109,36 +113,36 @@ fn update_pods(
     keep_rest: bool,
 ) -> HashMap<String, Arc<Pod>> {
     let mut pods = HashMap::new();
-    for mut pod in filter_invalid_pods(new_pods, source) {
-        pod.metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(CONFIG_SOURCE_ANNOTATION_KEY.to_string(), source.to_string());
+    for pod in filter_invalid_pods(new_pods, source) {
         let key = uid(&pod);
-        if let Some(mut existing) = old.remove(&key) {
-            match check_and_update_pod(Arc::make_mut(&mut existing), pod) {
-                Change::Update => result.updates.push(existing.clone()),
-                Change::Reconcile => result.reconciles.push(existing.clone()),
-                Change::GracefulDelete => result.deletes.push(existing.clone()),
+        if let Some(existing) = old.remove(&key) {
+            let (change, merged) = check_and_update_pod(&existing, pod);
+            match change {
+                Change::Update => result.updates.push(merged.clone()),
+                Change::Reconcile => result.reconciles.push(merged.clone()),
+                Change::GracefulDelete => result.deletes.push(merged.clone()),
                 Change::None => {}
             }
-            pods.insert(key, existing);
+            pods.insert(key, merged);
             continue;
         }
         if let Some(existing) = pods.get_mut(&key) {
             // The same UID twice in one update: the later copy wins.
-            let _ = check_and_update_pod(Arc::make_mut(existing), pod);
+            let (_, merged) = check_and_update_pod(existing, pod);
+            *existing = merged;
             continue;
         }
         crate::vlog!(4, pod = %get_pod_full_name(&pod), source, "Receiving a new pod");
-        pod.metadata
+        let mut pod = pod;
+        let annotations = Arc::make_mut(&mut pod)
+            .metadata
             .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(
-                CONFIG_FIRST_SEEN_ANNOTATION_KEY.to_string(),
-                seen.to_string(),
-            );
-        let pod = Arc::new(pod);
+            .get_or_insert_with(BTreeMap::new);
+        annotations.insert(CONFIG_SOURCE_ANNOTATION_KEY.to_string(), source.to_string());
+        annotations.insert(
+            CONFIG_FIRST_SEEN_ANNOTATION_KEY.to_string(),
+            seen.to_string(),
+        );
         result.adds.push(pod.clone());
         pods.insert(key, pod);
     }
@@ -151,7 +155,7 @@ fn update_pods(
 }
 
 /// Drops pods whose full name repeats an earlier one in the same update.
-fn filter_invalid_pods(pods: Vec<Pod>, source: &str) -> Vec<Pod> {
+fn filter_invalid_pods(pods: Vec<Arc<Pod>>, source: &str) -> Vec<Arc<Pod>> {
     let mut names = HashSet::new();
     pods.into_iter()
         .enumerate()
@@ -180,23 +184,29 @@ enum Change {
     GracefulDelete,
 }
 
-/// Folds the source's new version of a pod into the stored one.
-fn check_and_update_pod(existing: &mut Pod, mut new: Pod) -> Change {
+/// Folds the source's new version of a pod into the stored one: the
+/// change, and the pod to keep (the stored one itself when nothing
+/// changed). From the new version come the spec, labels, deletion stamps,
+/// status and annotations; the kubelet's local annotations and the rest of
+/// the metadata stay the stored pod's.
+fn check_and_update_pod(existing: &Arc<Pod>, new: Arc<Pod>) -> (Change, Arc<Pod>) {
     if !pods_differ_semantically(existing, &new) {
-        let new_status = new.status.take();
-        if existing.status != new_status {
+        if existing.status != new.status {
             // The kubelet owns pod status; the source's differs, so it is reconciled.
-            existing.status = new_status;
-            return Change::Reconcile;
+            let reconciled = Pod {
+                metadata: existing.metadata.clone(),
+                spec: existing.spec.clone(),
+                status: new.status.clone(),
+            };
+            return (Change::Reconcile, Arc::new(reconciled));
         }
-        return Change::None;
+        return (Change::None, existing.clone());
     }
-    existing.spec = new.spec.take();
-    existing.metadata.labels = new.metadata.labels.take();
-    existing.metadata.deletion_timestamp = new.metadata.deletion_timestamp.take();
-    existing.metadata.deletion_grace_period_seconds =
-        new.metadata.deletion_grace_period_seconds.take();
-    existing.status = new.status.take();
+    let mut new = Arc::unwrap_or_clone(new);
+    let mut metadata = existing.metadata.clone();
+    metadata.labels = new.metadata.labels.take();
+    metadata.deletion_timestamp = new.metadata.deletion_timestamp.take();
+    metadata.deletion_grace_period_seconds = new.metadata.deletion_grace_period_seconds.take();
     let mut annotations = new.metadata.annotations.take().unwrap_or_default();
     for key in LOCAL_ANNOTATIONS {
         if let Some(v) = existing
@@ -208,12 +218,18 @@ fn check_and_update_pod(existing: &mut Pod, mut new: Pod) -> Change {
             annotations.insert(key.to_string(), v.clone());
         }
     }
-    existing.metadata.annotations = Some(annotations);
-    if existing.metadata.deletion_timestamp.is_some() {
+    metadata.annotations = Some(annotations);
+    let change = if metadata.deletion_timestamp.is_some() {
         Change::GracefulDelete
     } else {
         Change::Update
-    }
+    };
+    let updated = Pod {
+        metadata,
+        spec: new.spec.take(),
+        status: new.status.take(),
+    };
+    (change, Arc::new(updated))
 }
 
 fn pods_differ_semantically(existing: &Pod, new: &Pod) -> bool {
@@ -233,14 +249,12 @@ fn annotations_equal(
     existing: Option<&BTreeMap<String, String>>,
     new: Option<&BTreeMap<String, String>>,
 ) -> bool {
-    let strip = |m: Option<&BTreeMap<String, String>>| -> BTreeMap<String, String> {
+    fn shared(m: Option<&BTreeMap<String, String>>) -> impl Iterator<Item = (&String, &String)> {
         m.into_iter()
             .flatten()
             .filter(|(k, _)| !LOCAL_ANNOTATIONS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    };
-    strip(existing) == strip(new)
+    }
+    shared(existing).eq(shared(new))
 }
 
 #[cfg(test)]
@@ -265,6 +279,48 @@ mod tests {
         let mut v: Vec<String> = pods.iter().map(|p| uid(p)).collect();
         v.sort();
         v
+    }
+
+    /// A source that keeps its pods (the API watch's cache) sends the same
+    /// objects again with every SET: an unchanged pod is neither copied
+    /// nor replaced, and a changed one becomes a new object while what the
+    /// sync loop holds stays as it was.
+    #[test]
+    fn unchanged_pods_stay_shared_and_changed_ones_are_new_objects() {
+        let mut s = PodStorage::default();
+        let a = Arc::new(pod("a", "a"));
+        let b = Arc::new(pod("b", "b"));
+        let first = s.merge("api", PodOperation::Set, vec![a.clone(), b.clone()], "t1");
+        let state = |s: &PodStorage| {
+            let mut pods = s.merged_state();
+            pods.sort_by_key(|p| uid(p));
+            pods
+        };
+        let held = state(&s);
+        // Annotating a pod the source still holds copies it once.
+        assert!(!Arc::ptr_eq(&first.adds[0], &a));
+        let again = s.merge("api", PodOperation::Set, vec![a.clone(), b.clone()], "t2");
+        assert!(again.updates.is_empty() && again.reconciles.is_empty());
+        for (before, after) in held.iter().zip(state(&s)) {
+            assert!(Arc::ptr_eq(before, &after), "{:?} was copied", uid(before));
+        }
+        let mut relabelled = pod("b", "b");
+        relabelled
+            .metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert("k".into(), "v".into());
+        let changed = s.merge(
+            "api",
+            PodOperation::Set,
+            vec![a, Arc::new(relabelled)],
+            "t3",
+        );
+        assert_eq!(uids(&changed.updates), ["b"]);
+        let old_b = held.iter().find(|p| uid(p) == "b").unwrap();
+        assert!(old_b.metadata.labels.is_none(), "the held pod was changed");
+        let ann = changed.updates[0].metadata.annotations.as_ref().unwrap();
+        assert_eq!(ann[CONFIG_FIRST_SEEN_ANNOTATION_KEY], "t1");
     }
 
     #[test]

@@ -267,7 +267,7 @@ mod tests {
                 &main_dbg,
                 "/debug/pprof/heap",
                 501,
-                "heap profiles need a profiling allocator, which this kubelet is not built with\n",
+                "heap profiles need a profiling allocator (jemalloc with opt.prof), which this process does not run on\n",
             ),
             (
                 &main_dbg,

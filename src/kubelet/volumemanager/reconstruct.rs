@@ -158,7 +158,9 @@ pub async fn sync_states(shared: &Arc<Shared>, tasks: &TaskSet) {
                     outer_volume_spec_name: String::new(),
                     inner_volume_spec_name: v.volume_spec_name.clone(),
                     plugin_name: v.plugin_name.clone(),
-                    spec: crate::volume::Spec::from_volume(Default::default()),
+                    spec: crate::volume::Spec::from_volume(
+                        k8s_openapi::api::core::v1::Volume::default(),
+                    ),
                     path: v.volume_path.clone(),
                     attributes: Default::default(),
                     volume_gid_value: String::new(),

@@ -33,7 +33,12 @@ fn resource_version(pod: &Pod) -> Option<u64> {
 
 impl WrittenPods {
     /// Remembers what the server answered a read or write of `uid`.
-    pub fn store(&mut self, uid: &str, pod: Pod) {
+    /// Only the metadata and status are kept (the field managers'
+    /// bookkeeping dropped, as the pod source drops it): the spec comes
+    /// from the watch's copy of the same object when the copy is used.
+    pub fn store(&mut self, uid: &str, mut pod: Pod) {
+        pod.metadata.managed_fields = None;
+        pod.spec = None;
         self.stale.remove(uid);
         self.pods.insert(uid.to_string(), pod);
     }
@@ -94,9 +99,15 @@ fn same_object(a: &Pod, b: &Pod) -> bool {
 
 /// Of two copies of one object, the later write (resourceVersions compared
 /// as numbers, as etcd issues them; the watch's copy when they are not).
-fn newer(watched: Pod, written: &Pod) -> Pod {
+/// The written copy brings its metadata and status; the spec is the
+/// watch's (the written copy keeps none).
+fn newer(mut watched: Pod, written: &Pod) -> Pod {
     match (resource_version(&watched), resource_version(written)) {
-        (Some(w), Some(p)) if p > w => written.clone(),
+        (Some(w), Some(p)) if p > w => {
+            watched.metadata = written.metadata.clone();
+            watched.status = written.status.clone();
+            watched
+        }
         _ => watched,
     }
 }

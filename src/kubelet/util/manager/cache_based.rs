@@ -39,11 +39,13 @@ fn pod_key(pod: &Pod) -> PodKey {
     }
 }
 
-/// Registered pods and the store of the objects they reference.
+/// Registered pods and the store of the objects they reference. Of each
+/// pod only the names it referenced are kept (what unregistering or the
+/// next version must release), not a copy of the pod.
 pub struct CacheBasedManager<K> {
     store: Arc<dyn ObjectStore<K>>,
     referenced: ReferencedNames,
-    registered: Mutex<HashMap<PodKey, Pod>>,
+    registered: Mutex<HashMap<PodKey, Vec<String>>>,
 }
 
 impl<K> CacheBasedManager<K> {
@@ -55,7 +57,7 @@ impl<K> CacheBasedManager<K> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PodKey, Pod>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PodKey, Vec<String>>> {
         self.registered.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -72,28 +74,29 @@ impl<K: Send + Sync + 'static> ObjectManager<K> for CacheBasedManager<K> {
     }
 
     fn register_pod(&self, pod: &Pod) {
-        let names = (self.referenced)(pod);
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+        let names: Vec<String> = (self.referenced)(pod).into_iter().collect();
+        let key = pod_key(pod);
         let mut registered = self.lock();
         for name in &names {
-            self.store.add_reference(namespace, name);
+            self.store.add_reference(&key.namespace, name);
         }
         // References of the previous version go after the new ones are
-        // added, so objects named by both never drop to zero.
-        if let Some(prev) = registered.insert(pod_key(pod), pod.clone()) {
-            let prev_ns = prev.metadata.namespace.as_deref().unwrap_or("");
-            for name in (self.referenced)(&prev) {
-                self.store.delete_reference(prev_ns, &name);
+        // added, so objects named by both never drop to zero. The key holds
+        // the namespace, the same for every version of the pod.
+        let namespace = key.namespace.clone();
+        if let Some(prev) = registered.insert(key, names) {
+            for name in &prev {
+                self.store.delete_reference(&namespace, name);
             }
         }
     }
 
     fn unregister_pod(&self, pod: &Pod) {
+        let key = pod_key(pod);
         let mut registered = self.lock();
-        if let Some(prev) = registered.remove(&pod_key(pod)) {
-            let prev_ns = prev.metadata.namespace.as_deref().unwrap_or("");
-            for name in (self.referenced)(&prev) {
-                self.store.delete_reference(prev_ns, &name);
+        if let Some(prev) = registered.remove(&key) {
+            for name in &prev {
+                self.store.delete_reference(&key.namespace, name);
             }
         }
     }
