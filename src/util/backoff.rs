@@ -309,8 +309,10 @@ mod tests {
     /// `Clock.Since(finishedAt)`), a step forward reads as a quiet spell.
     #[tokio::test(start_paused = true)]
     async fn crash_backoff_across_wall_clock_jumps() {
+        // (case, step, (seconds into the checks, still backing off), next delay in s)
+        type Case = (&'static str, Jump, &'static [(u64, bool)], u64);
         #[rustfmt::skip]
-        let cases: &[(&str, Jump, &[(u64, bool)], u64)] = &[
+        let cases: &[Case] = &[
             ("no jump", Jump::None, &[(0, true), (8, true), (9, false)], 20),
             ("+1 h before the exit: a quiet spell, back to the start",
                 Jump::BeforeExit(3600), &[(0, false)], 10),
