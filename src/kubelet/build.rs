@@ -219,7 +219,7 @@ impl Kubelet {
         let monitor = self.lifecycle.monitor.clone();
         let clock = self.core.clock.clone();
         let resync = self.env.server.config.sync_frequency.to_std();
-        move || monitor.check(clock.now(), resync)
+        move || monitor.check(clock.monotonic(), resync)
     }
 }
 

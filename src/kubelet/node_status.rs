@@ -662,3 +662,7 @@ mod tests {
         assert!(err.to_string().contains("--node-ip"), "{err}");
     }
 }
+
+#[cfg(test)]
+#[path = "node_status_clock_tests.rs"]
+mod clock_tests;

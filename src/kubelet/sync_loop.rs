@@ -19,10 +19,10 @@ pub(crate) mod testing;
 mod tests;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::time::MissedTickBehavior;
+use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::kubelet::config::{PodUpdates, SourcesReady};
@@ -51,25 +51,27 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// The syncloop health check allows at least this long between iterations.
 pub const MIN_SYNC_LOOP_HEALTH_DURATION: Duration = Duration::from_secs(300);
 
-/// When the sync loop last entered an iteration (syncLoopMonitor).
+/// When the sync loop last entered an iteration (syncLoopMonitor), on the
+/// monotonic clock: Go stores `clock.Now()` and checks `clock.Since` on its
+/// monotonic reading, so a wall-clock step never fails the health check.
 #[derive(Clone, Default)]
-pub struct SyncLoopMonitor(Arc<Mutex<Option<SystemTime>>>);
+pub struct SyncLoopMonitor(Arc<Mutex<Option<Instant>>>);
 
 impl SyncLoopMonitor {
-    pub fn store(&self, t: SystemTime) {
+    pub fn store(&self, t: Instant) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
     }
 
-    pub fn latest(&self) -> Option<SystemTime> {
+    pub fn latest(&self) -> Option<Instant> {
         *self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The healthz check: the loop entered an iteration within
     /// max(2 × syncFrequency, 5 min), or has not started yet.
-    pub fn check(&self, now: SystemTime, resync_interval: Duration) -> Result<(), String> {
+    pub fn check(&self, now: Instant, resync_interval: Duration) -> Result<(), String> {
         let allowed = (resync_interval * 2).max(MIN_SYNC_LOOP_HEALTH_DURATION);
         match self.latest() {
-            Some(t) if now.duration_since(t).unwrap_or_default() > allowed => {
+            Some(t) if now.saturating_duration_since(t) > allowed => {
                 Err("sync Loop took longer than expected".to_string())
             }
             _ => Ok(()),
@@ -169,7 +171,7 @@ impl SyncLoop {
                 continue;
             }
             backoff = BACKOFF_BASE;
-            self.monitor.store(self.clock.now());
+            self.monitor.store(self.clock.monotonic());
             let input = tokio::select! {
                 _ = stop.cancelled() => Input::Stop,
                 u = inputs.updates.recv() => Input::Config(u),
@@ -183,7 +185,7 @@ impl SyncLoop {
             if !self.iteration(input).await {
                 return;
             }
-            self.monitor.store(self.clock.now());
+            self.monitor.store(self.clock.monotonic());
         }
     }
 

@@ -3,7 +3,7 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 use hyper_util::rt::TokioExecutor;
@@ -405,7 +405,7 @@ impl KubeClients {
         crate::vlog!(2, "Starting client certificate rotation");
         manager.start(tasks, clients);
         let watch = Arc::new(TransportWatch {
-            last_available: Mutex::new(self.clock.now()),
+            last_available: Mutex::new(self.clock.monotonic()),
             last: Mutex::new(manager.current()),
             manager,
             tracker: self.tracker.clone(),
@@ -433,13 +433,15 @@ struct TransportWatch {
     tracker: ConnTracker,
     on_fatal: Arc<dyn Fn(&str) + Send + Sync>,
     clock: Arc<dyn Clock>,
-    last_available: Mutex<SystemTime>,
+    /// When a valid certificate was last seen, on the monotonic clock (Go's
+    /// `time.Now()` readings): a wall-clock step does not end the process.
+    last_available: Mutex<tokio::time::Instant>,
     last: Mutex<Option<Arc<crate::kubelet::certificate::KeyPair>>>,
 }
 
 impl TransportWatch {
     fn check(&self) -> ControlFlow<()> {
-        let now = self.clock.now();
+        let now = self.clock.monotonic();
         let cur = self.manager.current();
         let mut last_available = self
             .last_available

@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::lru::Lru;
+use crate::util::clock::Moment;
 
 const MAX_LRU_CACHE_ENTRIES: usize = 4096;
 const AGGREGATE_MAX_EVENTS: usize = 10;
@@ -106,7 +107,7 @@ pub(crate) fn api_time(t: SystemTime) -> Time {
 
 struct AggregateRecord {
     local_keys: HashSet<String>,
-    last: SystemTime,
+    last: Moment,
 }
 
 #[derive(Clone)]
@@ -119,7 +120,7 @@ struct EventLog {
 
 struct SpamRecord {
     tokens: f64,
-    last: SystemTime,
+    last: Moment,
 }
 
 /// What to do with an event.
@@ -154,12 +155,12 @@ impl EventCorrelator {
         }
     }
 
-    fn aggregate(&mut self, e: &Event, now: SystemTime) -> (Event, String) {
+    fn aggregate(&mut self, e: &Event, now: Moment) -> (Event, String) {
         let ekey = event_key(e);
         let (akey, local) = aggregate_key(e);
         let fresh = || AggregateRecord {
             local_keys: HashSet::new(),
-            last: UNIX_EPOCH,
+            last: Moment::wall(UNIX_EPOCH),
         };
         let rec = match self.aggregates.get(&akey) {
             Some(r) => r,
@@ -171,7 +172,7 @@ impl EventCorrelator {
                 }
             }
         };
-        if now.duration_since(rec.last).unwrap_or_default() > AGGREGATE_INTERVAL {
+        if now.more_than_after(&rec.last, AGGREGATE_INTERVAL) {
             *rec = fresh();
         }
         rec.local_keys.insert(local);
@@ -184,10 +185,10 @@ impl EventCorrelator {
         if let Some(any) = rec.local_keys.iter().next().cloned() {
             rec.local_keys.remove(&any);
         }
-        let t = api_time(now);
+        let t = api_time(now.wall);
         let agg = Event {
             metadata: ObjectMeta {
-                name: Some(event_name(s(&e.involved_object.name), now)),
+                name: Some(event_name(s(&e.involved_object.name), now.wall)),
                 namespace: e.metadata.namespace.clone(),
                 ..Default::default()
             },
@@ -240,7 +241,7 @@ impl EventCorrelator {
     }
 
     /// Whether the spam filter drops `e` now.
-    fn filtered(&mut self, e: &Event, now: SystemTime) -> bool {
+    fn filtered(&mut self, e: &Event, now: Moment) -> bool {
         let key = spam_key(e);
         if self.spam.get(&key).is_none() {
             self.spam.put(
@@ -254,9 +255,10 @@ impl EventCorrelator {
         let Some(r) = self.spam.get(&key) else {
             return false;
         };
-        let elapsed = now.duration_since(r.last).unwrap_or_default().as_secs_f64();
+        // x/time/rate's advance: no refill for a time before the last one.
+        let elapsed = now.sub_nanos(&r.last).max(0) as f64 / 1e9;
         r.tokens = (r.tokens + elapsed * SPAM_QPS).min(SPAM_BURST);
-        r.last = now.max(r.last);
+        r.last = now;
         if r.tokens >= 1.0 {
             r.tokens -= 1.0;
             false
@@ -265,8 +267,11 @@ impl EventCorrelator {
         }
     }
 
-    /// Correlates `e` at `now`; `None` when the spam filter drops it.
-    pub fn correlate(&mut self, e: &Event, now: SystemTime) -> Option<Correlated> {
+    /// Correlates `e` at `now` (the clock's reading: intervals are
+    /// measured on its monotonic part, as Go's `clock.Now()` values are);
+    /// `None` when the spam filter drops it.
+    pub fn correlate(&mut self, e: &Event, now: impl Into<Moment>) -> Option<Correlated> {
+        let now = now.into();
         let (agg, key) = self.aggregate(e, now);
         let (event, patch) = self.observe(agg, &key);
         if self.filtered(&event, now) {
@@ -423,5 +428,56 @@ mod tests {
         let t2 = t0 + Duration::from_secs(301);
         assert!(c.correlate(&ev("p", "Ry", "m", t2), t2).is_some());
         assert!(c.correlate(&ev("p", "Rz", "m", t2), t2).is_none());
+    }
+
+    /// The spam filter and the aggregation window across wall-clock steps
+    /// (Go's correlator reads `clock.Now()`, so both run on the monotonic
+    /// clock): after its burst an object gets its next event 5 minutes
+    /// later whichever way the wall clock stepped, and a step forward does
+    /// not end an aggregation window.
+    #[tokio::test(start_paused = true)]
+    async fn spam_filter_and_aggregation_ignore_wall_clock_jumps() {
+        use crate::util::clock::Clock;
+        use crate::util::clock::testing::JumpClock;
+        for jump in [0i64, 3600, -3600] {
+            let clock = JumpClock::at_a_fixed_date();
+            let now = || Moment::now(clock.as_ref());
+            let mut c = EventCorrelator::new();
+            let passed = (0..30)
+                .filter(|i| {
+                    c.correlate(&ev("p", &format!("R{i}"), "m", clock.now()), now())
+                        .is_some()
+                })
+                .count();
+            assert_eq!(passed, 25, "jump {jump} s");
+            clock.jump(jump);
+            tokio::time::advance(Duration::from_secs(299)).await;
+            assert!(
+                c.correlate(&ev("p", "Rx", "m", clock.now()), now())
+                    .is_none(),
+                "jump {jump} s: still empty after 299 s"
+            );
+            tokio::time::advance(Duration::from_secs(2)).await;
+            assert!(
+                c.correlate(&ev("p", "Ry", "m", clock.now()), now())
+                    .is_some(),
+                "jump {jump} s: one token after 301 s"
+            );
+
+            // Nine distinct messages, a step, the tenth: still aggregated.
+            let mut c = EventCorrelator::new();
+            for i in 0..9 {
+                c.correlate(&ev("a", "BackOff", &format!("msg {i}"), clock.now()), now());
+            }
+            clock.jump(jump);
+            let r = c
+                .correlate(&ev("a", "BackOff", "msg 9", clock.now()), now())
+                .unwrap();
+            assert_eq!(
+                r.event.message.as_deref(),
+                Some(&*format!("{COMBINED_PREFIX}msg 9")),
+                "jump {jump} s"
+            );
+        }
     }
 }

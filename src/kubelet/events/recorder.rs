@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::correlator::{EventCorrelator, api_time, event_name};
 use super::{COMPONENT_KUBELET, EventRecorder, EventType, log_event};
-use crate::util::clock::Clock;
+use crate::util::clock::{Clock, Moment};
 use crate::util::lifecycle::TaskSet;
 
 const MAX_QUEUED_EVENTS: usize = 1000;
@@ -183,7 +183,7 @@ async fn record_to_sink(
     clock: &dyn Clock,
     sleep: Duration,
 ) {
-    let Some(result) = correlator.correlate(&event, clock.now()) else {
+    let Some(result) = correlator.correlate(&event, Moment::now(clock)) else {
         return;
     };
     let mut tries = 0;

@@ -5,6 +5,7 @@
 //! use by any container, the sandbox image, pinned images and images younger
 //! than imageMinimumGCAge are never removed.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,7 +18,7 @@ use super::service::{ImageRequest, RuntimeImageService};
 use crate::cri::{CriError, ImageService};
 use crate::kubelet::container::{Image, Runtime, RuntimeError};
 use crate::kubelet::kuberuntime::events::{EventRecorder, EventType, reasons};
-use crate::util::clock::Clock;
+use crate::util::clock::{Clock, Moment};
 use crate::util::lifecycle::{Period, TaskSet};
 
 /// How often images are re-detected (and their use recorded).
@@ -136,11 +137,17 @@ impl ImageFsStatsProvider for CriImageFsStats {
     }
 }
 
+/// Times are the clock's readings ([`Moment`]), so ages and "used since"
+/// compare on the monotonic clock and a wall-clock step neither makes
+/// every image too young to remove nor old enough at once (Go's
+/// `time.Now()` values compare the same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ImageRecord {
-    first_detected: SystemTime,
+    /// `UNIX_EPOCH` (no monotonic reading) for images found by the first
+    /// detection: "unknown, in the past".
+    first_detected: Moment,
     /// `UNIX_EPOCH` when never seen in use.
-    last_used: SystemTime,
+    last_used: Moment,
     size: u64,
     pinned: bool,
 }
@@ -215,9 +222,9 @@ impl ImageGcManager {
                 async move {
                     let initialized = *lock(&me.initialized);
                     let ts = if initialized {
-                        me.clock.now()
+                        Moment::now(me.clock.as_ref())
                     } else {
-                        SystemTime::UNIX_EPOCH
+                        Moment::wall(SystemTime::UNIX_EPOCH)
                     };
                     match me.detect_images(ts).await {
                         Ok(_) => *lock(&me.initialized) = true,
@@ -259,10 +266,7 @@ impl ImageGcManager {
     /// Lists images and running/dead containers; records new images as first
     /// seen at `detect_time` and marks the ones in use as used now. Returns
     /// the IDs in use.
-    async fn detect_images(
-        &self,
-        detect_time: SystemTime,
-    ) -> Result<HashSet<String>, ImageGcError> {
+    async fn detect_images(&self, detect_time: Moment) -> Result<HashSet<String>, ImageGcError> {
         let mut in_use = HashSet::new();
         if let Ok(Some(r)) = self
             .images
@@ -279,14 +283,14 @@ impl ImageGcManager {
                 in_use.insert(c.image_id.clone());
             }
         }
-        let now = self.clock.now();
+        let now = Moment::now(self.clock.as_ref());
         let mut records = lock(&self.records);
         let mut current = HashSet::new();
         for image in &images {
             current.insert(image.id.clone());
             let r = records.entry(image.id.clone()).or_insert(ImageRecord {
                 first_detected: detect_time,
-                last_used: SystemTime::UNIX_EPOCH,
+                last_used: Moment::wall(SystemTime::UNIX_EPOCH),
                 size: 0,
                 pinned: false,
             });
@@ -331,7 +335,9 @@ impl ImageGcManager {
                 low_threshold = self.policy.low_threshold_percent,
                 "disk usage on image filesystem is over the high threshold, trying to free bytes down to the low threshold"
             );
-            let freed = self.free_space(to_free, self.clock.now()).await?;
+            let freed = self
+                .free_space(to_free, Moment::now(self.clock.as_ref()))
+                .await?;
             if freed < to_free {
                 let err = ImageGcError::NotEnoughFreed {
                     wanted: to_free,
@@ -352,12 +358,13 @@ impl ImageGcManager {
     /// Removes every unused image old enough to go.
     pub async fn delete_unused_images(&self) -> Result<i64, ImageGcError> {
         tracing::info!("attempting to delete unused images");
-        self.free_space(i64::MAX, self.clock.now()).await
+        self.free_space(i64::MAX, Moment::now(self.clock.as_ref()))
+            .await
     }
 
     /// Removes unused images, least recently used first, until `to_free`
     /// bytes are freed; returns the bytes freed.
-    async fn free_space(&self, to_free: i64, free_time: SystemTime) -> Result<i64, ImageGcError> {
+    async fn free_space(&self, to_free: i64, free_time: Moment) -> Result<i64, ImageGcError> {
         let in_use = self.detect_images(free_time).await?;
         let candidates = {
             let records = lock(&self.records);
@@ -366,13 +373,13 @@ impl ImageGcManager {
         let mut freed: i64 = 0;
         let mut errors = Vec::new();
         for (id, record) in candidates {
-            if record.last_used >= free_time {
+            if record.last_used.sub_nanos(&free_time) >= 0 {
                 crate::vlog!(5, image = %id, "image was used too recently, not eligible for garbage collection");
                 continue;
             }
-            let age = free_time
-                .duration_since(record.first_detected)
-                .unwrap_or_default();
+            let age = Duration::from_nanos(
+                u64::try_from(free_time.sub_nanos(&record.first_detected)).unwrap_or(u64::MAX),
+            );
             if age < self.policy.min_age {
                 crate::vlog!(5, image = %id, age = ?age, "image is younger than the minimum GC age");
                 continue;
@@ -399,6 +406,11 @@ impl ImageGcManager {
     }
 }
 
+/// `a` against `b` as Go's `Before`/`Equal` compare them.
+fn order(a: &Moment, b: &Moment) -> Ordering {
+    a.sub_nanos(b).cmp(&0)
+}
+
 /// Unused, unpinned images in eviction order: least recently used first,
 /// ties broken by earliest detection.
 fn eviction_order(
@@ -411,9 +423,8 @@ fn eviction_order(
         .map(|(id, r)| (id.clone(), *r))
         .collect();
     out.sort_by(|(ida, a), (idb, b)| {
-        a.last_used
-            .cmp(&b.last_used)
-            .then(a.first_detected.cmp(&b.first_detected))
+        order(&a.last_used, &b.last_used)
+            .then(order(&a.first_detected, &b.first_detected))
             .then(ida.cmp(idb))
     });
     out
@@ -430,8 +441,10 @@ pub(crate) fn eviction_order_for_test(
             (
                 id.to_string(),
                 ImageRecord {
-                    first_detected: SystemTime::UNIX_EPOCH + Duration::from_secs(*detected),
-                    last_used: SystemTime::UNIX_EPOCH + Duration::from_secs(*used),
+                    first_detected: Moment::wall(
+                        SystemTime::UNIX_EPOCH + Duration::from_secs(*detected),
+                    ),
+                    last_used: Moment::wall(SystemTime::UNIX_EPOCH + Duration::from_secs(*used)),
                     size: 1,
                     pinned: *pinned,
                 },

@@ -219,8 +219,10 @@ impl ImageManager {
             });
         }
         let key = format!("{}_{raw}", pod_uid(pod));
-        let now = self.backoff.clock().now();
-        if self.backoff.is_in_backoff_since_update(&key, now) {
+        if self
+            .backoff
+            .is_in_backoff_since_update(&key, self.backoff.now())
+        {
             let message = format!("Back-off pulling image {raw:?}");
             self.record(
                 pod,
@@ -278,7 +280,7 @@ impl ImageManager {
                     reasons::FAILED_TO_PULL_IMAGE,
                     &format!("Failed to pull image {raw:?}: {message}"),
                 );
-                self.backoff.next(&key, self.backoff.clock().now());
+                self.backoff.next(&key, self.backoff.now());
                 tracing::warn!(
                     pod = %format!("{}/{}", pod_namespace(pod), pod_name(pod)),
                     container = %container.name,

@@ -20,8 +20,9 @@ use crate::kubelet::container::{
 use crate::kubelet::kuberuntime::events::testing::CapturingRecorder;
 use crate::util::backoff::Backoff;
 use crate::util::clock::Clock;
+use crate::util::clock::testing::JumpClock;
 
-/// A wall clock moved by hand; monotonic time follows tokio.
+/// A fixed wall clock; monotonic time follows tokio.
 struct ManualClock(Mutex<SystemTime>);
 
 impl ManualClock {
@@ -29,9 +30,6 @@ impl ManualClock {
         Arc::new(ManualClock(Mutex::new(
             SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 30),
         )))
-    }
-    fn advance(&self, d: Duration) {
-        *self.0.lock().unwrap() += d;
     }
 }
 
@@ -166,7 +164,6 @@ fn pod(policy: Option<&str>, image: &str) -> Pod {
 struct Rig {
     images: Arc<FakeImages>,
     recorder: Arc<CapturingRecorder>,
-    clock: Arc<ManualClock>,
     manager: ImageManager,
 }
 
@@ -198,18 +195,16 @@ fn rig_with(
 ) -> Rig {
     let images = Arc::new(FakeImages::default());
     let recorder = Arc::new(CapturingRecorder::default());
-    let clock = ManualClock::new();
     let backoff = Arc::new(Backoff::new(
         IMAGE_BACKOFF_INITIAL,
         IMAGE_BACKOFF_MAX,
-        clock.clone(),
+        JumpClock::at_a_fixed_date(),
     ));
     let service = Arc::new(RuntimeImageService::new(images.clone(), limiter, node));
     let manager = ImageManager::new(service, recorder.clone(), backoff, settings);
     Rig {
         images,
         recorder,
-        clock,
         manager,
     }
 }
@@ -271,7 +266,7 @@ fn default_pull_policy_table() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn failed_pulls_back_off_on_the_go_schedule() {
     let r = rig(PullSettings::default(), None);
     *r.images.fail_pulls.lock().unwrap() = true;
@@ -293,17 +288,17 @@ async fn failed_pulls_back_off_on_the_go_schedule() {
     assert_eq!(r.images.pulls.lock().unwrap().len(), 1);
 
     // 10 s later a pull is tried again; it fails and the window doubles.
-    r.clock.advance(Duration::from_secs(10));
+    tokio::time::advance(Duration::from_secs(10)).await;
     assert_eq!(
         ensure(&r, &p).await.expect_err("pull").kind,
         ImageErrorKind::Pull
     );
-    r.clock.advance(Duration::from_secs(19));
+    tokio::time::advance(Duration::from_secs(19)).await;
     assert_eq!(
         ensure(&r, &p).await.expect_err("still").kind,
         ImageErrorKind::PullBackOff
     );
-    r.clock.advance(Duration::from_secs(1));
+    tokio::time::advance(Duration::from_secs(1)).await;
     *r.images.fail_pulls.lock().unwrap() = false;
     assert!(
         ensure(&r, &p).await.is_ok(),
@@ -537,13 +532,13 @@ fn gc_rig(
     Arc<FakeImages>,
     Arc<PodsRuntime>,
     Arc<CapturingRecorder>,
-    Arc<ManualClock>,
+    Arc<JumpClock>,
     ImageGcManager,
 ) {
     let images = Arc::new(FakeImages::default());
     let runtime = Arc::new(PodsRuntime::default());
     let recorder = Arc::new(CapturingRecorder::default());
-    let clock = ManualClock::new();
+    let clock = JumpClock::at_a_fixed_date();
     let gc = ImageGcManager::new(
         runtime.clone(),
         Arc::new(RuntimeImageService::new(
@@ -617,9 +612,9 @@ fn eviction_order_is_lru_then_detection() {
     assert_eq!(got, vec!["old", "tie-a", "tie-b", "new"]);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn gc_frees_unused_images_down_to_the_low_threshold() {
-    let (images, runtime, _rec, clock, gc) = gc_rig(Duration::from_secs(120));
+    let (images, runtime, _rec, _clock, gc) = gc_rig(Duration::from_secs(120));
     images.add("registry.k8s.io/pause:3.8", "sha256:pause", 300);
     images.add("in-use:1", "sha256:used", 300);
     images.add("a:1", "sha256:a", 300);
@@ -642,7 +637,7 @@ async fn gc_frees_unused_images_down_to_the_low_threshold() {
     );
     assert!(images.removed.lock().unwrap().is_empty());
 
-    clock.advance(Duration::from_secs(121));
+    tokio::time::advance(Duration::from_secs(121)).await;
     gc.garbage_collect().await.expect("freed");
     let removed = images.removed.lock().unwrap().clone();
     assert_eq!(removed.len(), 1, "one image frees enough: {removed:?}");
@@ -669,6 +664,37 @@ async fn gc_frees_unused_images_down_to_the_low_threshold() {
             .map(String::from)
             .collect()
     );
+}
+
+/// imageMinimumGCAge is measured on the monotonic clock, as Go's
+/// `time.Now()` readings are: a step of the wall clock after the images
+/// were detected neither frees them early nor holds them back.
+#[tokio::test(start_paused = true)]
+async fn gc_minimum_age_ignores_wall_clock_jumps() {
+    // (wall-clock step after detection, seconds later, freed)
+    let cases = [
+        (0, 60, false),
+        (0, 121, true),
+        (3600, 0, false),
+        (3600, 121, true),
+        (-3600, 60, false),
+        (-3600, 121, true),
+    ];
+    for (jump, after, want_freed) in cases {
+        let (images, _runtime, _rec, clock, gc) = gc_rig(Duration::from_secs(120));
+        images.add("a:1", "sha256:a", 300);
+        *images.fs.lock().unwrap() = Some((1000, 100));
+        assert!(gc.garbage_collect().await.is_err(), "just detected");
+        clock.jump(jump);
+        tokio::time::advance(Duration::from_secs(after)).await;
+        let freed = gc.garbage_collect().await.is_ok();
+        assert_eq!(freed, want_freed, "step {jump} s, {after} s later");
+        assert_eq!(
+            images.removed.lock().unwrap().len(),
+            usize::from(want_freed),
+            "step {jump} s, {after} s later"
+        );
+    }
 }
 
 #[tokio::test]

@@ -245,3 +245,6 @@ impl LeaseController {
         (lease, None)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -262,23 +262,38 @@ async fn nothing_syncs_while_the_runtime_is_not_ready() {
     l.stop().await;
 }
 
-#[test]
-fn syncloop_health_threshold() {
-    let m = SyncLoopMonitor::default();
-    let now = SystemTime::now();
-    assert!(
-        m.check(now, Duration::from_secs(60)).is_ok(),
-        "not started yet"
-    );
-    m.store(now - Duration::from_secs(299));
-    assert!(m.check(now, Duration::from_secs(60)).is_ok());
-    m.store(now - Duration::from_secs(301));
-    assert_eq!(
-        m.check(now, Duration::from_secs(60)).unwrap_err(),
-        "sync Loop took longer than expected"
-    );
-    assert!(
-        m.check(now, Duration::from_secs(200)).is_ok(),
-        "2 × syncFrequency when larger"
-    );
+/// The syncloop check allows max(2 × syncFrequency, 5 min) of monotonic
+/// time since the loop's last iteration, whatever the wall clock does.
+#[tokio::test(start_paused = true)]
+async fn syncloop_health_threshold_ignores_wall_clock_jumps() {
+    use crate::util::clock::Clock;
+    use crate::util::clock::testing::JumpClock;
+    // (wall-clock step, resync interval, seconds after the last iteration, healthy)
+    let cases = [
+        (0, 60, 299, true),
+        (0, 60, 301, false),
+        (0, 200, 301, true),
+        (3600, 60, 0, true),
+        (3600, 60, 299, true),
+        (3600, 60, 301, false),
+        (-3600, 60, 299, true),
+        (-3600, 60, 301, false),
+    ];
+    for (jump, resync, after, healthy) in cases {
+        let clock = JumpClock::at_a_fixed_date();
+        let m = SyncLoopMonitor::default();
+        let resync = Duration::from_secs(resync);
+        assert!(
+            m.check(clock.monotonic(), resync).is_ok(),
+            "not started yet"
+        );
+        m.store(clock.monotonic());
+        clock.jump(jump);
+        tokio::time::advance(Duration::from_secs(after)).await;
+        let got = m.check(clock.monotonic(), resync);
+        assert_eq!(got.is_ok(), healthy, "jump {jump} s, {after} s later");
+        if !healthy {
+            assert_eq!(got.unwrap_err(), "sync Loop took longer than expected");
+        }
+    }
 }
