@@ -32,6 +32,8 @@
 mod harness;
 mod support;
 
+use support::process::{cpu_secs, rss_kib};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -71,37 +73,6 @@ fn outage() -> Duration {
             .and_then(|v| v.parse().ok())
             .unwrap_or(300),
     )
-}
-
-/// The resident set of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// CPU time (user + system) process `pid` has used, in seconds.
-fn cpu_secs(pid: u32) -> f64 {
-    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100) as f64;
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            // Fields after the command name, which ends with ')'.
-            let rest = s.rsplit_once(')')?.1;
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let utime: f64 = f.get(11)?.parse().ok()?;
-            let stime: f64 = f.get(12)?.parse().ok()?;
-            Some((utime + stime) / ticks)
-        })
-        .unwrap_or(0.0)
 }
 
 /// The kubelet process: killed if the test ends early.

@@ -19,6 +19,8 @@
 mod harness;
 mod support;
 
+use support::process::rss_kib;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -704,18 +706,6 @@ async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
         "the managed hosts file is whole: {hosts:?}"
     );
     kubelet.stop().await.expect("kubelet stops cleanly");
-}
-
-/// The resident set of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// A thousand invalid manifests next to five valid ones in staticPodPath:

@@ -21,6 +21,7 @@ use crate::cadvisor::{MachineInfoProvider, MachineSpec, StaticMachine};
 use crate::cm::NodeConfig;
 use crate::cm::noop::NoopContainerManager;
 use crate::features::FeatureGate;
+use crate::kubelet::client::testing::{Answer, fake_client};
 use crate::kubelet::container::{Image, RuntimeStatus};
 use crate::kubelet::events::LoggingRecorder;
 use crate::kubelet::nodestatus::{
@@ -66,7 +67,7 @@ struct FakeApi {
     reports: Arc<Mutex<Vec<Report>>>,
 }
 
-impl FakeApi {
+impl Answer for FakeApi {
     fn answer(&self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
         let node = self.node.lock().unwrap().clone();
         match (method, path) {
@@ -94,25 +95,7 @@ impl FakeApi {
 }
 
 fn client(api: FakeApi) -> kube::Client {
-    let svc = tower::service_fn(move |req: Request<kube::client::Body>| {
-        let api = api.clone();
-        async move {
-            let method = req.method().to_string();
-            let path = req.uri().path().to_string();
-            let body = http_body_util::BodyExt::collect(req.into_body())
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            let (code, out) = api.answer(&method, &path, &body);
-            let resp = Response::builder()
-                .status(code)
-                .header("content-type", "application/json")
-                .body(kube::client::Body::from(serde_json::to_vec(&out).unwrap()))
-                .unwrap();
-            Ok::<_, Infallible>(resp)
-        }
-    });
-    kube::Client::new(svc, "default")
+    fake_client(api)
 }
 
 async fn manager(clock: Arc<JumpClock>, api: &FakeApi) -> Arc<NodeStatusManager> {

@@ -18,40 +18,13 @@ use std::time::{Duration, Instant};
 
 use crate::harness::Ports;
 use crate::rig::{self, NodeRig, Settings};
+use crate::support::process::{cpu_secs, rss_kib};
 
 fn env_num(key: &str, default: i64) -> i64 {
     std::env::var(key)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    // utime, stime: fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks: f64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i)?.parse::<f64>().ok())
-        .sum();
-    ticks
-        / nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-            .ok()
-            .flatten()
-            .unwrap_or(100) as f64
 }
 
 fn mib(kib: u64) -> f64 {
@@ -144,10 +117,10 @@ pub async fn run() {
             }
         }
     });
-    let cpu0 = cpu_seconds(pid);
+    let cpu0 = cpu_secs(pid);
     let t0 = Instant::now();
     let batch = rig::run_batch(&node, pods, "density", Duration::from_secs(3)).await;
-    let cpu = cpu_seconds(pid) - cpu0;
+    let cpu = cpu_secs(pid) - cpu0;
     let busy = t0.elapsed();
     sampler.abort();
     let l = &batch.latencies;

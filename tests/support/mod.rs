@@ -6,6 +6,7 @@ pub mod apiserver;
 pub mod containerd;
 pub mod cri_requests;
 pub mod logind;
+pub mod process;
 pub mod registry;
 
 use std::path::{Path, PathBuf};

@@ -21,6 +21,8 @@ pub mod clients;
 pub mod connector;
 pub mod kubeconfig;
 pub mod ratelimit;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod timeout;
 
 pub use clients::{ClientParams, HeartbeatFailureFn, KubeClients, SharedTransport, build_clients};

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::*;
+use crate::kubelet::client::testing::{Answer, fake_client};
 use crate::util::clock::testing::JumpClock;
 
 const NODE: &str = "n1";
@@ -37,7 +38,7 @@ struct FakeApi {
     clock: Arc<JumpClock>,
 }
 
-impl FakeApi {
+impl Answer for FakeApi {
     fn answer(&self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
         let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
             "reason": "NotFound", "code": 404, "message": "not found"});
@@ -69,32 +70,16 @@ impl FakeApi {
             _ => (404, not_found),
         }
     }
+}
 
+impl FakeApi {
     fn writes(&self) -> Vec<Write> {
         self.writes.lock().unwrap().clone()
     }
 }
 
 fn client(api: FakeApi) -> kube::Client {
-    let svc = tower::service_fn(move |req: Request<kube::client::Body>| {
-        let api = api.clone();
-        async move {
-            let method = req.method().to_string();
-            let path = req.uri().path().to_string();
-            let body = http_body_util::BodyExt::collect(req.into_body())
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            let (code, out) = api.answer(&method, &path, &body);
-            let resp = Response::builder()
-                .status(code)
-                .header("content-type", "application/json")
-                .body(kube::client::Body::from(serde_json::to_vec(&out).unwrap()))
-                .unwrap();
-            Ok::<_, Infallible>(resp)
-        }
-    });
-    kube::Client::new(svc, "default")
+    fake_client(api)
 }
 
 fn micros(t: SystemTime) -> i64 {
