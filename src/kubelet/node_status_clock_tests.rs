@@ -7,11 +7,9 @@
 //! a report (a step forward). Each report's heartbeat is the wall time of
 //! its moment.
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use http::{Request, Response};
 use serde_json::{Value, json};
 
 use super::*;

@@ -3,11 +3,9 @@
 //! carries the clock's wall time of the moment it is made, and none is
 //! skipped or repeated whatever the wall clock does.
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use http::{Request, Response};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
