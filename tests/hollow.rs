@@ -159,7 +159,10 @@ async fn twenty_hollow_nodes_run_their_pods() {
         .await;
     assert!(job.status.is_some());
 
-    // Steady state: every Lease renewed; on the double, the cadence.
+    // Steady state: every Lease renewed; on the double, the cadence. It
+    // begins once every node has reported the images its pods pulled, the
+    // last status change that follows their start.
+    rig::wait_images_reported(&api, &names, Duration::from_secs(60)).await;
     let before = rig::lease_renewals(&api, &names).await;
     assert_eq!(before.len(), names.len(), "a Lease per node: {before:?}");
     let _ = api.clear_requests();
@@ -205,7 +208,8 @@ async fn twenty_hollow_nodes_run_their_pods() {
             let writes = n("PATCH", "nodes/status") + n("PUT", "nodes/status");
             if writes > 1 {
                 failures.push(format!(
-                    "{name}: {writes} node status writes in {WINDOW:?}: {own:?}"
+                    "{name}: {writes} node status writes in {WINDOW:?}: {own:?}; bodies: {:#?}",
+                    rig::status_writes(&log, name)
                 ));
             }
             let reads = n("GET", "leases");

@@ -57,6 +57,36 @@ pub fn pod_running(p: &Pod) -> bool {
         })
 }
 
+/// Polls until every named Node reports the images its pods pulled: the
+/// status change that follows the pods' start (the image list is read
+/// every 30 s, as Go's image cache) has been written.
+pub async fn wait_images_reported(api: &TestApi, names: &[String], limit: Duration) {
+    let start = Instant::now();
+    loop {
+        let nodes: Vec<Node> = api.list(None).await;
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|m| {
+                !nodes.iter().any(|n| {
+                    n.metadata.name.as_ref() == Some(*m)
+                        && n.status
+                            .as_ref()
+                            .and_then(|s| s.images.as_ref())
+                            .is_some_and(|i| !i.is_empty())
+                })
+            })
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "no images in the status of {missing:?} after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// Polls until every named Node is Ready; the time it took.
 pub async fn wait_nodes_ready(api: &TestApi, names: &[String], limit: Duration) -> Duration {
     let start = Instant::now();
@@ -221,6 +251,15 @@ fn key(r: &RequestRecord) -> Option<Key> {
 pub struct Counts {
     pub total: BTreeMap<Key, usize>,
     pub per_node: HashMap<String, BTreeMap<Key, usize>>,
+}
+
+/// The bodies of the node status writes of `node` in `log`, as text.
+pub fn status_writes(log: &[RequestRecord], node: &str) -> Vec<String> {
+    log.iter()
+        .filter(|r| r.name.as_deref() == Some(node))
+        .filter(|r| r.subresource.as_deref() == Some("status") && r.method != "GET")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect()
 }
 
 /// Counts the hollow user's requests in `log`.
