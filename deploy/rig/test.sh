@@ -35,7 +35,7 @@ for line in sys.stdin:
         print(m["executable"])')
 log=$(mktemp /tmp/kubelet-rs-outage-drill.XXXXXX)
 echo "rig: $drill runs in the background ($bin), output in $log"
-"$bin" "$drill" --exact >"$log" 2>&1 &
+"$bin" "$drill" --exact --nocapture >"$log" 2>&1 &
 drill_pid=$!
 status=0
 cargo test -- --skip "$drill" || status=$?
