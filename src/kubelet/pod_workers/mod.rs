@@ -16,6 +16,7 @@
 //! other subsystems use.
 
 pub mod events;
+mod mailbox;
 mod state;
 mod work_queue;
 mod worker;
@@ -185,7 +186,7 @@ pub(crate) struct PodWork {
 #[derive(Default)]
 pub(crate) struct State {
     pods_synced: bool,
-    pod_updates: HashMap<String, mpsc::UnboundedSender<PodWork>>,
+    pod_updates: HashMap<String, mailbox::Sender<PodWork>>,
     last_undelivered: HashMap<String, PodWork>,
     statuses: HashMap<String, PodSyncStatus>,
     static_order: StaticPodOrder,
@@ -210,7 +211,7 @@ impl Default for PodWorkersConfig {
 }
 
 /// A new pod's worker: its UID and the receiving end of its updates.
-type NewWorker = (String, mpsc::UnboundedReceiver<PodWork>);
+type NewWorker = (String, mailbox::Receiver<PodWork>);
 
 pub(crate) struct Shared {
     state: Mutex<State>,
@@ -481,7 +482,7 @@ impl PodWorkers {
         };
 
         if !state.pod_updates.contains_key(&uid) {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = mailbox::mailbox();
             state.pod_updates.insert(uid.clone(), tx);
             if is_static_pod(&pod) {
                 let full_name = status.full_name.clone();
@@ -500,7 +501,7 @@ impl PodWorkers {
         if !status.working {
             status.working = true;
             if let Some(tx) = state.pod_updates.get(&uid) {
-                let _ = tx.send(work);
+                tx.send(work);
             }
             return;
         }

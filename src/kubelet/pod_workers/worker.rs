@@ -4,14 +4,13 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
     BACKOFF_ON_TRANSIENT_ERROR_PERIOD, EventType, PodStatusFn, PodSyncError, PodSyncHandler,
     PodWork, Shared, WORKER_BACKOFF_PERIOD_JITTER_FACTOR, WORKER_RESYNC_INTERVAL_JITTER_FACTOR,
-    WorkOptions, WorkType, cleanup_pod_updates, events, jitter, uid_of,
+    WorkOptions, WorkType, cleanup_pod_updates, events, jitter, mailbox, uid_of,
 };
 use crate::kubelet::container::{PodStatus, format_pod};
 use crate::kubelet::types::{SyncPodType, is_static_pod};
@@ -23,7 +22,7 @@ pub(super) fn spawn(
     syncer: Arc<dyn PodSyncHandler>,
     tasks: &TaskSet,
     uid: String,
-    rx: mpsc::UnboundedReceiver<PodWork>,
+    rx: mailbox::Receiver<PodWork>,
 ) {
     let stop = tasks.token();
     tasks.spawn("pod-worker", async move {
@@ -223,7 +222,7 @@ impl Shared {
         match state.last_undelivered.remove(&uid) {
             Some(next) => {
                 if let Some(tx) = state.pod_updates.get(&uid) {
-                    let _ = tx.send(next);
+                    tx.send(next);
                 }
             }
             None => {
@@ -317,7 +316,7 @@ async fn run_one(
 async fn manage_pod_loop(
     shared: Arc<Shared>,
     syncer: Arc<dyn PodSyncHandler>,
-    mut rx: mpsc::UnboundedReceiver<PodWork>,
+    mut rx: mailbox::Receiver<PodWork>,
 ) {
     let mut last_sync: Option<Instant> = None;
     let mut pod_started = false;
