@@ -11,9 +11,19 @@ pub(crate) trait Answer: Clone + Send + Sync + 'static {
     fn answer(&self, method: &str, path: &str, body: &[u8]) -> (u16, Value);
 }
 
-/// A client whose requests `api` answers, with no network in between.
-pub(crate) fn fake_client<A: Answer>(api: A) -> kube::Client {
-    let svc = tower::service_fn(move |req: Request<kube::client::Body>| {
+/// The service behind [`fake_client`], for tests that wrap it in layers
+/// (a rate limiter) before making the client.
+pub(crate) fn fake_service<A: Answer>(
+    api: A,
+) -> impl tower::Service<
+    Request<kube::client::Body>,
+    Response = Response<kube::client::Body>,
+    Error = Infallible,
+    Future = impl Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |req: Request<kube::client::Body>| {
         let api = api.clone();
         async move {
             let method = req.method().to_string();
@@ -32,6 +42,10 @@ pub(crate) fn fake_client<A: Answer>(api: A) -> kube::Client {
                 .expect("response");
             Ok::<_, Infallible>(resp)
         }
-    });
-    kube::Client::new(svc, "default")
+    })
+}
+
+/// A client whose requests `api` answers, with no network in between.
+pub(crate) fn fake_client<A: Answer>(api: A) -> kube::Client {
+    kube::Client::new(fake_service(api), "default")
 }

@@ -3,11 +3,9 @@
 //! every request; statuses arrive while a write waits for its token.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{Request, Response};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -15,6 +13,7 @@ use tower::ServiceBuilder;
 
 use super::{PodStatusUpdate, ReclaimChecks, StatusSyncer};
 use crate::kubelet::client::ratelimit::{RateLimitLayer, TokenBucket};
+use crate::kubelet::client::testing::{Answer, fake_service};
 use crate::kubelet::pod::PodManager;
 use crate::util::clock::RealClock;
 use crate::util::lifecycle::TaskSet;
@@ -59,7 +58,17 @@ impl FakeApi {
         }
     }
 
-    fn answer(&self, method: &str, path: &str, body: &[u8]) -> Value {
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn pod(&self, name: &str) -> Value {
+        self.pods.lock().unwrap()[name].clone()
+    }
+}
+
+impl Answer for FakeApi {
+    fn answer(&self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
         let name = pod_name(path);
         let mut pods = self.pods.lock().unwrap();
         let pod = pods.get_mut(&name).unwrap();
@@ -86,36 +95,14 @@ impl FakeApi {
             phase,
             at: Instant::now(),
         });
-        pod.clone()
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn pod(&self, name: &str) -> Value {
-        self.pods.lock().unwrap()[name].clone()
+        (200, pod.clone())
     }
 }
 
 fn client(api: FakeApi, bucket: Arc<TokenBucket>) -> kube::Client {
     let svc = ServiceBuilder::new()
         .layer(RateLimitLayer::new(bucket))
-        .service(tower::service_fn(
-            move |req: Request<kube::client::Body>| {
-                let api = api.clone();
-                async move {
-                    let method = req.method().to_string();
-                    let path = req.uri().path().to_string();
-                    let body = http_body_util::BodyExt::collect(req.into_body())
-                        .await
-                        .map(|b| b.to_bytes())
-                        .unwrap_or_default();
-                    let out = serde_json::to_vec(&api.answer(&method, &path, &body)).unwrap();
-                    Ok::<_, Infallible>(Response::new(kube::client::Body::from(out)))
-                }
-            },
-        ));
+        .service(fake_service(api));
     kube::Client::new(svc, "default")
 }
 
