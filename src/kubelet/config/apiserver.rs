@@ -1,9 +1,11 @@
 //! The "api" pod source (Go's config/apiserver.go): every pod the API server
 //! binds to this node (`fieldSelector=spec.nodeName=<node>`), watched with
 //! list + watch, relisting after a 410 and backing off on errors. Like Go's
-//! reflector feeding an UndeltaStore, every change sends the complete set of
-//! the node's pods (a SET) to the pod config, which works out what was
-//! added, updated, gracefully deleted or removed.
+//! reflector feeding an UndeltaStore, the pod config learns every change:
+//! a list is the complete set (SET); a watched change names its one pod
+//! (UPDATE, or REMOVE once deleted), and the pod config works out what was
+//! added, updated, gracefully deleted or removed. The source keeps no pod
+//! of its own.
 //!
 //! The watch starts only once the kubelet's view of its Node has synced, as
 //! Go waits for the node informer, so that admission sees the Node.
@@ -20,7 +22,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio_util::sync::CancellationToken;
 
 use super::pod_config::{PodSource, SourceSender};
-use crate::kubelet::types::API_SOURCE;
+use crate::kubelet::types::{API_SOURCE, PodOperation};
 
 /// How often the source checks whether the node has synced.
 pub const WAIT_FOR_API_SERVER_SYNC_PERIOD: Duration = Duration::from_secs(1);
@@ -61,13 +63,16 @@ fn key(pod: &Pod) -> String {
     )
 }
 
-/// The reflector's store: the node's pods as last listed and watched,
-/// shared with the pod config (a snapshot copies no pod).
+/// What the source remembers between watch events: the uid of each pod it
+/// listed or watched, by key. Not the pods: the pod config keeps the only
+/// copy, so each change goes out as an operation on the pods it names
+/// (Go's UndeltaStore sends the whole set each time; the merge then finds
+/// the same adds, updates, deletions and removals).
 #[derive(Default)]
-struct UndeltaStore {
-    pods: BTreeMap<String, Arc<Pod>>,
+struct WatchedPods {
+    uids: BTreeMap<String, String>,
     /// Pods of a list in progress (between Init and InitDone).
-    listing: Option<BTreeMap<String, Arc<Pod>>>,
+    listing: Option<Vec<Arc<Pod>>>,
 }
 
 /// What the kubelet keeps of a watched pod: everything but the field
@@ -78,38 +83,53 @@ fn trimmed(mut pod: Pod) -> Arc<Pod> {
     Arc::new(pod)
 }
 
-impl UndeltaStore {
-    /// Applies one watcher event; returns true when the set changed in a way
-    /// that must be pushed (every write, as Go's UndeltaStore pushes).
-    fn apply(&mut self, event: Event<Pod>) -> bool {
+fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+/// A pod that names only its uid: enough for the merge to remove it.
+fn by_uid(uid: String) -> Arc<Pod> {
+    let mut pod = Pod::default();
+    pod.metadata.uid = Some(uid);
+    Arc::new(pod)
+}
+
+impl WatchedPods {
+    /// The operations one watcher event asks of the pod config, in order.
+    fn apply(&mut self, event: Event<Pod>) -> Vec<(PodOperation, Vec<Arc<Pod>>)> {
         match event {
             Event::Init => {
-                self.listing = Some(BTreeMap::new());
-                false
+                self.listing = Some(Vec::new());
+                Vec::new()
             }
             Event::InitApply(pod) => {
-                self.listing
-                    .get_or_insert_with(BTreeMap::new)
-                    .insert(key(&pod), trimmed(pod));
-                false
+                self.listing.get_or_insert_with(Vec::new).push(trimmed(pod));
+                Vec::new()
             }
             Event::InitDone => {
-                self.pods = self.listing.take().unwrap_or_default();
-                true
+                // A (re)list: the complete set, so what it does not name goes.
+                let pods = self.listing.take().unwrap_or_default();
+                self.uids = pods.iter().map(|p| (key(p), uid(p))).collect();
+                vec![(PodOperation::Set, pods)]
             }
             Event::Apply(pod) => {
-                self.pods.insert(key(&pod), trimmed(pod));
-                true
+                let pod = trimmed(pod);
+                let mut ops = Vec::new();
+                let new_uid = uid(&pod);
+                if let Some(old) = self.uids.insert(key(&pod), new_uid.clone())
+                    && old != new_uid
+                {
+                    // Recreated under the same name: the old one is gone.
+                    ops.push((PodOperation::Remove, vec![by_uid(old)]));
+                }
+                ops.push((PodOperation::Update, vec![pod]));
+                ops
             }
-            Event::Delete(pod) => {
-                self.pods.remove(&key(&pod));
-                true
-            }
+            Event::Delete(pod) => match self.uids.remove(&key(&pod)) {
+                Some(old) => vec![(PodOperation::Remove, vec![by_uid(old)])],
+                None => Vec::new(),
+            },
         }
-    }
-
-    fn snapshot(&self) -> Vec<Arc<Pod>> {
-        self.pods.values().cloned().collect()
     }
 }
 
@@ -138,7 +158,7 @@ impl PodSource for ApiserverSource {
             .fields(&self.field_selector())
             .any_semantic();
         let mut events = watcher::watcher(api, config).default_backoff().boxed();
-        let mut store = UndeltaStore::default();
+        let mut watched = WatchedPods::default();
         loop {
             let next = tokio::select! {
                 _ = stop.cancelled() => return,
@@ -146,8 +166,8 @@ impl PodSource for ApiserverSource {
             };
             match next {
                 Some(Ok(event)) => {
-                    if store.apply(event) {
-                        updates.set_shared(store.snapshot());
+                    for (op, pods) in watched.apply(event) {
+                        updates.send_shared(op, pods);
                     }
                 }
                 Some(Err(watcher::Error::WatchError(status))) if status.code == 410 => {
@@ -168,6 +188,7 @@ impl PodSource for ApiserverSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet::config::merge::PodStorage;
 
     fn pod(ns: &str, name: &str, uid: &str) -> Pod {
         let mut p = Pod::default();
@@ -177,38 +198,93 @@ mod tests {
         p
     }
 
-    fn uids(store: &UndeltaStore) -> Vec<String> {
-        store
-            .snapshot()
-            .iter()
-            .map(|p| p.metadata.uid.clone().unwrap_or_default())
-            .collect()
+    fn uids(pods: &[Arc<Pod>]) -> Vec<String> {
+        let mut u: Vec<String> = pods.iter().map(|p| uid(p)).collect();
+        u.sort();
+        u
+    }
+
+    /// Feeds the events through the merge; what the pod config then holds,
+    /// and the uids the last event added and removed.
+    struct Fed {
+        watched: WatchedPods,
+        storage: PodStorage,
+    }
+
+    impl Fed {
+        fn new() -> Self {
+            Fed {
+                watched: WatchedPods::default(),
+                storage: PodStorage::default(),
+            }
+        }
+
+        fn event(&mut self, e: Event<Pod>) -> (Vec<String>, Vec<String>) {
+            let (mut added, mut removed) = (Vec::new(), Vec::new());
+            for (op, pods) in self.watched.apply(e) {
+                let r = self.storage.merge(API_SOURCE, op, pods, "t");
+                added.extend(uids(&r.adds));
+                removed.extend(uids(&r.removes));
+            }
+            (added, removed)
+        }
+
+        fn held(&self) -> Vec<String> {
+            uids(&self.storage.merged_state())
+        }
     }
 
     #[test]
-    fn store_replaces_on_relist_and_pushes_every_write() {
-        let mut s = UndeltaStore::default();
-        assert!(!s.apply(Event::Init));
-        assert!(!s.apply(Event::InitApply(pod("a", "x", "1"))));
-        assert!(!s.apply(Event::InitApply(pod("b", "x", "2"))));
-        assert!(
-            uids(&s).is_empty(),
-            "nothing visible before the list completes"
+    fn lists_set_and_watch_events_name_their_pod() {
+        let mut f = Fed::new();
+        assert_eq!(f.event(Event::Init), (vec![], vec![]));
+        f.event(Event::InitApply(pod("a", "x", "1")));
+        f.event(Event::InitApply(pod("b", "x", "2")));
+        assert!(f.held().is_empty(), "nothing before the list completes");
+        assert_eq!(
+            f.event(Event::InitDone),
+            (vec!["1".into(), "2".into()], vec![])
         );
-        assert!(s.apply(Event::InitDone));
-        assert_eq!(uids(&s), ["1", "2"]);
+        assert!(f.storage.seen_sources([API_SOURCE].into_iter()));
         // Recreated under the same name: the new object replaces the old.
-        assert!(s.apply(Event::Apply(pod("a", "x", "3"))));
-        assert_eq!(uids(&s), ["3", "2"]);
-        assert!(s.apply(Event::Delete(pod("b", "x", "2"))));
-        assert_eq!(uids(&s), ["3"]);
+        assert_eq!(
+            f.event(Event::Apply(pod("a", "x", "3"))),
+            (vec!["3".into()], vec!["1".into()])
+        );
+        assert_eq!(f.held(), ["2", "3"]);
+        assert_eq!(
+            f.event(Event::Delete(pod("b", "x", "2"))),
+            (vec![], vec!["2".into()])
+        );
+        assert_eq!(f.held(), ["3"]);
+        // Deleting what was never seen changes nothing.
+        assert_eq!(f.event(Event::Delete(pod("z", "z", "9"))), (vec![], vec![]));
         // A relist drops what it does not list.
-        s.apply(Event::Init);
-        s.apply(Event::InitApply(pod("c", "y", "4")));
-        assert!(s.apply(Event::InitDone));
-        assert_eq!(uids(&s), ["4"]);
-        s.apply(Event::Init);
-        assert!(s.apply(Event::InitDone));
-        assert!(uids(&s).is_empty());
+        f.event(Event::Init);
+        f.event(Event::InitApply(pod("c", "y", "4")));
+        assert_eq!(
+            f.event(Event::InitDone),
+            (vec!["4".into()], vec!["3".into()])
+        );
+        assert_eq!(f.held(), ["4"]);
+        f.event(Event::Init);
+        assert_eq!(f.event(Event::InitDone), (vec![], vec!["4".into()]));
+        assert!(f.held().is_empty());
+    }
+
+    #[test]
+    fn the_pod_config_holds_the_only_copy_of_a_watched_pod() {
+        let mut f = Fed::new();
+        f.event(Event::Init);
+        f.event(Event::InitDone);
+        f.event(Event::Apply(pod("a", "x", "1")));
+        let held = f.storage.merged_state();
+        // This test's handle and the storage's: the source kept none.
+        assert_eq!(Arc::strong_count(&held[0]), 2);
+        assert!(
+            held[0].metadata.annotations.as_ref().is_some_and(
+                |a| a.contains_key(crate::kubelet::types::CONFIG_SOURCE_ANNOTATION_KEY)
+            )
+        );
     }
 }

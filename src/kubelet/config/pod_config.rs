@@ -198,18 +198,13 @@ impl SourceSender {
         self.send(PodOperation::Set, pods);
     }
 
-    /// The complete current set, from a source that keeps the same pods
-    /// (its cache): pods that did not change are not copied.
-    pub fn set_shared(&self, pods: Vec<Arc<Pod>>) {
-        self.send_shared(PodOperation::Set, pods);
-    }
-
     /// Merges one update from this source and queues what changed.
     pub fn send(&self, op: PodOperation, pods: Vec<Pod>) {
         self.send_shared(op, pods.into_iter().map(Arc::new).collect());
     }
 
-    /// `send` for pods the source shares.
+    /// `send` for pods already behind an `Arc` (a pod that did not change
+    /// is not copied).
     pub fn send_shared(&self, op: PodOperation, pods: Vec<Arc<Pod>>) {
         let seen = format_rfc3339_nano(self.shared.clock.now());
         let mut state = self.shared.lock();
