@@ -26,7 +26,7 @@ pub trait AtomicKind: Send + Sync + 'static {
     const MEMORY: bool;
     type Source: Clone + Send + Sync + 'static;
     /// The kind's source in a volume, if it is one of this kind.
-    fn source(volume: &Volume) -> Option<&Self::Source>;
+    fn source(spec: &Spec) -> Option<&Self::Source>;
     /// The mounter of one volume.
     fn mounter(vol: AtomicVolume, source: Self::Source, pod: Arc<Pod>) -> Arc<dyn Mounter>;
     /// The unmounter of one volume.
@@ -58,7 +58,7 @@ impl<K: AtomicKind> VolumePlugin for AtomicPlugin<K> {
     }
 
     fn can_support(&self, spec: &Spec) -> bool {
-        K::source(&spec.volume).is_some()
+        K::source(spec).is_some()
     }
 
     fn requires_remount(&self, _spec: &Spec) -> bool {
@@ -66,7 +66,7 @@ impl<K: AtomicKind> VolumePlugin for AtomicPlugin<K> {
     }
 
     fn new_mounter(&self, spec: &Spec, pod: &Arc<Pod>) -> Result<Arc<dyn Mounter>, VolumeError> {
-        let source = K::source(&spec.volume)
+        let source = K::source(spec)
             .cloned()
             .ok_or(VolumeError::WrongSpec(K::WHAT))?;
         let vol = AtomicVolume::new(

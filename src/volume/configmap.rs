@@ -15,7 +15,7 @@ use crate::volume::error::VolumeError;
 use crate::volume::host::VolumeHost;
 use crate::volume::payload::config_map_payload;
 use crate::volume::plugin::{Mounter, Unmounter};
-use crate::volume::spec::{Attributes, MounterArgs};
+use crate::volume::spec::{Attributes, MounterArgs, Spec};
 
 pub const CONFIG_MAP_PLUGIN_NAME: &str = "kubernetes.io/configmap";
 
@@ -38,8 +38,8 @@ impl AtomicKind for ConfigMapKind {
     const MEMORY: bool = false;
     type Source = ConfigMapVolumeSource;
 
-    fn source(volume: &Volume) -> Option<&ConfigMapVolumeSource> {
-        volume.config_map.as_ref()
+    fn source(spec: &Spec) -> Option<&ConfigMapVolumeSource> {
+        spec.config_map()
     }
 
     fn mounter(

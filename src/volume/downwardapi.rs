@@ -18,7 +18,7 @@ use crate::volume::configmap::PROJECTING_ATTRIBUTES;
 use crate::volume::error::VolumeError;
 use crate::volume::host::VolumeHost;
 use crate::volume::plugin::Mounter;
-use crate::volume::spec::{Attributes, MounterArgs};
+use crate::volume::spec::{Attributes, MounterArgs, Spec};
 use crate::volume::util::atomic_writer::{FileProjection, Payload};
 
 pub const DOWNWARD_API_PLUGIN_NAME: &str = "kubernetes.io/downward-api";
@@ -35,8 +35,8 @@ impl AtomicKind for DownwardApiKind {
     const MEMORY: bool = true;
     type Source = DownwardAPIVolumeSource;
 
-    fn source(volume: &Volume) -> Option<&DownwardAPIVolumeSource> {
-        volume.downward_api.as_ref()
+    fn source(spec: &Spec) -> Option<&DownwardAPIVolumeSource> {
+        spec.downward_api()
     }
 
     fn mounter(

@@ -87,7 +87,7 @@ impl VolumePlugin for EmptyDirPlugin {
     }
 
     fn can_support(&self, spec: &Spec) -> bool {
-        spec.volume.empty_dir.is_some()
+        spec.empty_dir().is_some()
     }
 
     fn requires_remount(&self, _spec: &Spec) -> bool {
@@ -96,9 +96,7 @@ impl VolumePlugin for EmptyDirPlugin {
 
     fn new_mounter(&self, spec: &Spec, pod: &Arc<Pod>) -> Result<Arc<dyn Mounter>, VolumeError> {
         let source = spec
-            .volume
-            .empty_dir
-            .as_ref()
+            .empty_dir()
             .ok_or(VolumeError::WrongSpec("an emptyDir"))?;
         Ok(Arc::new(EmptyDir::new_mounter(
             self.host.clone(),

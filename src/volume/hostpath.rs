@@ -34,7 +34,7 @@ impl VolumePlugin for HostPathPlugin {
     }
 
     fn can_support(&self, spec: &Spec) -> bool {
-        spec.volume.host_path.is_some()
+        spec.host_path().is_some()
     }
 
     fn requires_remount(&self, _spec: &Spec) -> bool {
@@ -43,9 +43,7 @@ impl VolumePlugin for HostPathPlugin {
 
     fn new_mounter(&self, spec: &Spec, _pod: &Arc<Pod>) -> Result<Arc<dyn Mounter>, VolumeError> {
         let source = spec
-            .volume
-            .host_path
-            .as_ref()
+            .host_path()
             .ok_or(VolumeError::WrongSpec("a HostPath"))?;
         Ok(Arc::new(HostPathMounter {
             path: source.path.clone(),

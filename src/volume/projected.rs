@@ -22,7 +22,7 @@ use crate::volume::error::VolumeError;
 use crate::volume::payload::{config_map_payload, secret_payload};
 use crate::volume::plugin::{Mounter, Unmounter};
 use crate::volume::secret::get_secret;
-use crate::volume::spec::{Attributes, MounterArgs};
+use crate::volume::spec::{Attributes, MounterArgs, Spec};
 use crate::volume::util::atomic_writer::{FileProjection, Payload};
 
 pub const PROJECTED_PLUGIN_NAME: &str = "kubernetes.io/projected";
@@ -39,8 +39,8 @@ impl AtomicKind for ProjectedKind {
     const MEMORY: bool = true;
     type Source = ProjectedVolumeSource;
 
-    fn source(volume: &Volume) -> Option<&ProjectedVolumeSource> {
-        volume.projected.as_ref()
+    fn source(spec: &Spec) -> Option<&ProjectedVolumeSource> {
+        spec.projected()
     }
 
     fn mounter(

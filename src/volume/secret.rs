@@ -14,7 +14,7 @@ use crate::volume::error::VolumeError;
 use crate::volume::host::VolumeHost;
 use crate::volume::payload::secret_payload;
 use crate::volume::plugin::Mounter;
-use crate::volume::spec::{Attributes, MounterArgs};
+use crate::volume::spec::{Attributes, MounterArgs, Spec};
 
 pub const SECRET_PLUGIN_NAME: &str = "kubernetes.io/secret";
 
@@ -30,8 +30,8 @@ impl AtomicKind for SecretKind {
     const MEMORY: bool = true;
     type Source = SecretVolumeSource;
 
-    fn source(volume: &Volume) -> Option<&SecretVolumeSource> {
-        volume.secret.as_ref()
+    fn source(spec: &Spec) -> Option<&SecretVolumeSource> {
+        spec.secret()
     }
 
     fn mounter(vol: AtomicVolume, source: SecretVolumeSource, pod: Arc<Pod>) -> Arc<dyn Mounter> {

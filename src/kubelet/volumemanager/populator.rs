@@ -155,7 +155,7 @@ fn create_volume_spec(
     if vol.ephemeral.is_some() {
         return Err(VolumeManagerError::EphemeralUnsupported(vol.name.clone()));
     }
-    Ok(Spec::from_volume(vol.clone()))
+    Ok(Spec::of(vol))
 }
 
 fn find_and_remove_deleted_pods(shared: &Shared) {
