@@ -57,7 +57,9 @@ struct AttachedVolume {
     spec: Spec,
     plugin_name: String,
     plugin_is_attachable: bool,
-    pods: BTreeMap<String, MountedPod>,
+    /// Boxed: a map node holds eleven entries inline, and most volumes
+    /// have one pod.
+    pods: BTreeMap<String, Box<MountedPod>>,
 }
 
 /// What to record when a SetUp succeeded or became uncertain.
@@ -109,10 +111,10 @@ impl ActualStateOfWorld {
         volume.state = state;
         vol.pods.insert(
             volume.pod_uid.clone(),
-            MountedPod {
+            Box::new(MountedPod {
                 volume,
                 remount_required: false,
-            },
+            }),
         );
         Ok(())
     }

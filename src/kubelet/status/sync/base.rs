@@ -14,7 +14,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::kubelet::pod::PodManager;
 use crate::kubelet::types::is_static_pod;
@@ -22,13 +23,21 @@ use crate::kubelet::types::is_static_pod;
 /// The pods the server last answered for each (kubelet) pod UID.
 #[derive(Debug, Default)]
 pub struct WrittenPods {
-    pods: HashMap<String, Pod>,
+    pods: HashMap<String, Box<Written>>,
     /// UIDs whose last write failed: read them from the server next.
     stale: HashSet<String>,
 }
 
-fn resource_version(pod: &Pod) -> Option<u64> {
-    pod.metadata.resource_version.as_deref()?.parse().ok()
+/// What is kept of an answer: its metadata and status (boxed: a map
+/// slot holding a whole `Pod` inline costs kilobytes, spec or no spec).
+#[derive(Debug)]
+struct Written {
+    metadata: ObjectMeta,
+    status: Option<PodStatus>,
+}
+
+fn resource_version(meta: &ObjectMeta) -> Option<u64> {
+    meta.resource_version.as_deref()?.parse().ok()
 }
 
 impl WrittenPods {
@@ -36,11 +45,16 @@ impl WrittenPods {
     /// Only the metadata and status are kept (the field managers'
     /// bookkeeping dropped, as the pod source drops it): the spec comes
     /// from the watch's copy of the same object when the copy is used.
-    pub fn store(&mut self, uid: &str, mut pod: Pod) {
-        pod.metadata.managed_fields = None;
-        pod.spec = None;
+    pub fn store(&mut self, uid: &str, pod: Pod) {
+        let Pod {
+            mut metadata,
+            status,
+            ..
+        } = pod;
+        metadata.managed_fields = None;
         self.stale.remove(uid);
-        self.pods.insert(uid.to_string(), pod);
+        self.pods
+            .insert(uid.to_string(), Box::new(Written { metadata, status }));
     }
 
     pub fn forget(&mut self, uid: &str) {
@@ -93,7 +107,7 @@ fn watched_copy(pod_manager: &PodManager, uid: &str) -> Option<Pod> {
     Some((*api).clone())
 }
 
-fn same_object(a: &Pod, b: &Pod) -> bool {
+fn same_object(a: &Pod, b: &Written) -> bool {
     a.metadata.uid.is_some() && a.metadata.uid == b.metadata.uid
 }
 
@@ -101,8 +115,11 @@ fn same_object(a: &Pod, b: &Pod) -> bool {
 /// as numbers, as etcd issues them; the watch's copy when they are not).
 /// The written copy brings its metadata and status; the spec is the
 /// watch's (the written copy keeps none).
-fn newer(mut watched: Pod, written: &Pod) -> Pod {
-    match (resource_version(&watched), resource_version(written)) {
+fn newer(mut watched: Pod, written: &Written) -> Pod {
+    match (
+        resource_version(&watched.metadata),
+        resource_version(&written.metadata),
+    ) {
         (Some(w), Some(p)) if p > w => {
             watched.metadata = written.metadata.clone();
             watched.status = written.status.clone();
