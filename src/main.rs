@@ -11,9 +11,12 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// from the start, one sample per 512 KiB allocated on average (Go's
 /// MemProfileRate); the kubelet turns it off when enableProfilingHandler
 /// (or the debugging handlers) say no (`kubelet::server::pprof::heap`).
+/// Two arenas instead of four per CPU: the kubelet allocates little and
+/// from few threads at once, and each arena keeps its own partly used
+/// pages (1.3 MiB less with 100 pods on 2 CPUs, bench/density.sh).
 #[allow(non_upper_case_globals)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
-pub static malloc_conf: &[u8] = b"prof:true,prof_active:true,lg_prof_sample:19\0";
+pub static malloc_conf: &[u8] = b"prof:true,prof_active:true,lg_prof_sample:19,narenas:2\0";
 
 fn main() -> anyhow::Result<ExitCode> {
     rustls::crypto::ring::default_provider()
