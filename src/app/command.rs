@@ -352,10 +352,7 @@ where
         Ok(server) => server,
         Err(code) => return code,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::util::runtime::build() {
         Ok(rt) => rt,
         Err(e) => {
             report(&CommandError::Runtime(e));

@@ -20,6 +20,7 @@ pub mod quantity;
 pub mod resource;
 pub mod rlimit;
 pub mod router;
+pub mod runtime;
 pub mod signals;
 pub mod strategicpatch;
 pub mod strconv;

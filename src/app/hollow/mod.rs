@@ -174,10 +174,7 @@ pub fn execute(args: Vec<String>) -> u8 {
         Ok(server) => server,
         Err(code) => return code,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::util::runtime::build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(err = %e, "failed to start the async runtime");
