@@ -2,8 +2,11 @@
 //! the API server double, or the real kube-apiserver KUBELET_RS_TEST_KUBECONFIG
 //! names, with the kubelet binary as its own process. Prints figures only:
 //! batch time, per-pod start latency (creation to Running and ready:
-//! p50/p90/p99), API requests per pod by verb and resource, the kubelet's
-//! RSS (idle, peak during the batch, with the pods running) and CPU.
+//! p50/p90/p99), API requests per pod by verb and resource, the events by
+//! object and reason, where the time went (the kubelet's own histograms:
+//! CRI calls, pod worker syncs, PLEG relists), the kubelet's RSS (idle,
+//! peak during the batch, with the pods running, and at steady state
+//! 25 s later, anonymous memory and threads too) and CPU.
 //!
 //! Settings from the environment: DENSITY_PODS (30), DENSITY_QPS (5),
 //! DENSITY_BURST (2 × QPS), DENSITY_EVENT_QPS / DENSITY_EVENT_BURST (the
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::Ports;
 use crate::rig::{self, NodeRig, Settings};
-use crate::support::process::{cpu_secs, rss_kib};
+use crate::support::process::{cpu_secs, rss_anon_kib, rss_kib, threads};
 
 fn env_num(key: &str, default: i64) -> i64 {
     std::env::var(key)
@@ -102,6 +105,8 @@ pub async fn run() {
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle_rss = rss_kib(pid);
+    let idle_anon = rss_anon_kib(pid);
+    let idle_threads = threads(pid);
     let before = if node.api.is_real() {
         server_request_totals(&node).await
     } else {
@@ -136,6 +141,12 @@ pub async fn run() {
         mib(idle_rss),
         mib(peak.load(Ordering::Relaxed)),
         mib(rss_kib(pid)),
+    );
+    println!(
+        "kubelet anonymous RSS: idle {:.1} MiB, with {pods} pods {:.1} MiB; threads: idle {idle_threads}, with {pods} pods {}",
+        mib(idle_anon),
+        mib(rss_anon_kib(pid)),
+        threads(pid),
     );
     println!(
         "kubelet CPU: {cpu:.2} s over {:.1} s (batch and settling), {:.0}% of one CPU",
@@ -173,5 +184,118 @@ pub async fn run() {
         }
         None => println!("API requests: not available"),
     }
+    print_events(&node).await;
+    // Steady state: after the allocator's decay time (10 s) and the idle
+    // time of the blocking pool's threads (10 s), what the pods themselves
+    // hold.
+    tokio::time::sleep(STEADY_AFTER).await;
+    println!(
+        "kubelet steady, {} s later: RSS {:.1} MiB ({:.3} MiB per pod over idle), anonymous {:.1} MiB ({:.3} MiB per pod), threads {}",
+        STEADY_AFTER.as_secs(),
+        mib(rss_kib(pid)),
+        mib(rss_kib(pid).saturating_sub(idle_rss)) / pods as f64,
+        mib(rss_anon_kib(pid)),
+        mib(rss_anon_kib(pid).saturating_sub(idle_anon)) / pods as f64,
+        threads(pid),
+    );
+    print_breakdown(settings.ports.read_only);
     node.stop().await;
 }
+
+/// How long after the batch the steady-state memory is read.
+const STEADY_AFTER: Duration = Duration::from_secs(25);
+
+/// The events the kubelet recorded on the pods and on its Node, by reason:
+/// objects (distinct events) and the sum of their counts.
+async fn print_events(rig: &NodeRig) {
+    use k8s_openapi::api::core::v1::Event;
+    use kube::api::{Api, ListParams};
+    let client = rig.api.admin_client().await;
+    let on_pods = Api::<Event>::namespaced(client.clone(), &rig.ns)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let on_node = Api::<Event>::namespaced(client, "default")
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(rig.node.as_str()));
+    let mut by_reason: BTreeMap<(String, String), (usize, i64)> = BTreeMap::new();
+    for e in on_pods.into_iter().chain(on_node) {
+        let kind = e.involved_object.kind.clone().unwrap_or_default();
+        let reason = e.reason.clone().unwrap_or_default();
+        let entry = by_reason.entry((kind, reason)).or_default();
+        entry.0 += 1;
+        entry.1 += i64::from(e.count.unwrap_or(1));
+    }
+    println!("events by object kind and reason (objects, sum of counts):");
+    for ((kind, reason), (objects, count)) in by_reason {
+        println!("  {kind:<6} {reason:<28} {objects:>5} {count:>6}");
+    }
+}
+
+/// Where the batch's time went, from the kubelet's own histograms on its
+/// read-only port: count and mean of each operation (CRI calls by
+/// operation_type, pod worker syncs, PLEG relists, pod start).
+fn print_breakdown(port: u16) {
+    let Some((200, text)) = crate::harness::http_get(port, "/metrics") else {
+        println!("kubelet metrics: not available");
+        return;
+    };
+    let mut sums: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for line in text.lines() {
+        let Some((name_labels, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(value) = value.parse::<f64>() else {
+            continue;
+        };
+        let (name, labels) = name_labels.split_once('{').unwrap_or((name_labels, ""));
+        let (family, is_sum) = if let Some(f) = name.strip_suffix("_sum") {
+            (f, true)
+        } else if let Some(f) = name.strip_suffix("_count") {
+            (f, false)
+        } else {
+            continue;
+        };
+        if !BREAKDOWN.contains(&family) {
+            continue;
+        }
+        let op = labels
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("operation_type=\""))
+            .map(|v| v.trim_end_matches('}').trim_end_matches('"'))
+            .unwrap_or("");
+        let key = if op.is_empty() {
+            family.to_string()
+        } else {
+            format!("{family}{{{op}}}")
+        };
+        let e = sums.entry(key).or_default();
+        if is_sum {
+            e.0 += value;
+        } else {
+            e.1 += value;
+        }
+    }
+    println!("where the time went (the kubelet's histograms: count, mean, total):");
+    for (key, (sum, count)) in sums.iter().filter(|(_, (_, c))| *c > 0.0) {
+        println!(
+            "  {key:<62} {count:>6.0} {:>8.3} s {sum:>8.2} s",
+            sum / count
+        );
+    }
+}
+
+/// The histograms `print_breakdown` reads.
+const BREAKDOWN: &[&str] = &[
+    "kubelet_runtime_operations_duration_seconds",
+    "kubelet_pod_worker_duration_seconds",
+    "kubelet_pod_start_duration_seconds",
+    "kubelet_pleg_relist_duration_seconds",
+    "kubelet_image_pull_duration_seconds",
+    "kubelet_cgroup_manager_duration_seconds",
+];

@@ -1,16 +1,32 @@
 //! What /proc says about a process the test started: resident memory and
 //! CPU time, for the drills' bounds and the benchmarks' figures.
 
-/// The resident set of process `pid`, in KiB (0 when it cannot be read).
-pub fn rss_kib(pid: u32) -> u64 {
+/// A number field of `/proc/<pid>/status` (0 when it cannot be read).
+fn status_field(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// The resident set of process `pid`, in KiB (0 when it cannot be read).
+pub fn rss_kib(pid: u32) -> u64 {
+    status_field(pid, "VmRSS")
+}
+
+/// The anonymous part of the resident set (heap, stacks), in KiB: what
+/// grows with the work, without the binary's mapped text.
+pub fn rss_anon_kib(pid: u32) -> u64 {
+    status_field(pid, "RssAnon")
+}
+
+/// The threads of process `pid`.
+pub fn threads(pid: u32) -> u64 {
+    status_field(pid, "Threads")
 }
 
 /// CPU time (user + system) process `pid` has used, in seconds.
@@ -38,6 +54,9 @@ mod tests {
     fn this_process_has_memory_and_cpu() {
         let pid = std::process::id();
         assert!(super::rss_kib(pid) > 0);
+        assert!(super::rss_anon_kib(pid) > 0);
+        assert!(super::rss_anon_kib(pid) <= super::rss_kib(pid));
+        assert!(super::threads(pid) >= 1);
         assert!(super::cpu_secs(pid) >= 0.0);
     }
 }
