@@ -48,6 +48,7 @@ use kubelet::cri::api::{ContainerState, PodSandboxState};
 use serde_json::json;
 use support::apiserver::TestApi;
 use support::containerd::{Containerd, images};
+use support::runtime_view::pod_runtime_view;
 
 /// Growth of the kubelet's RSS allowed from just before the outage to its
 /// end.
@@ -91,44 +92,6 @@ impl Child {
     fn alive(&mut self) -> bool {
         matches!(self.0.try_wait(), Ok(None))
     }
-}
-
-/// What containerd holds for one pod.
-#[derive(Debug, Default, Clone)]
-struct PodRuntime {
-    ready_sandboxes: BTreeSet<String>,
-    running: BTreeSet<String>,
-    /// The restart count of the pod's newest container (its annotation).
-    restarts: i32,
-}
-
-async fn runtime_view(rt: &dyn RuntimeService) -> BTreeMap<String, PodRuntime> {
-    let mut out: BTreeMap<String, PodRuntime> = BTreeMap::new();
-    for s in rt.list_pod_sandbox(None).await.expect("list sandboxes") {
-        let Some(name) = s.labels.get("io.kubernetes.pod.name") else {
-            continue;
-        };
-        let e = out.entry(name.clone()).or_default();
-        if s.state == PodSandboxState::SandboxReady as i32 {
-            e.ready_sandboxes.insert(s.id.clone());
-        }
-    }
-    for c in rt.list_containers(None).await.expect("list containers") {
-        let Some(name) = c.labels.get("io.kubernetes.pod.name") else {
-            continue;
-        };
-        let e = out.entry(name.clone()).or_default();
-        if c.state == ContainerState::ContainerRunning as i32 {
-            e.running.insert(c.id.clone());
-        }
-        let n = c
-            .annotations
-            .get(RESTART_COUNT)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        e.restarts = e.restarts.max(n);
-    }
-    out
 }
 
 fn pod(ns: &str, node: &str, name: &str, restart: &str, container: serde_json::Value) -> Pod {
@@ -422,7 +385,7 @@ async fn api_server_away_for_minutes_under_load() {
         rss.push(rss_kib(pid));
     }
     let rss_before = rss_kib(pid);
-    let before = runtime_view(rt.as_ref()).await;
+    let before = pod_runtime_view(rt.as_ref()).await;
     let stable: Vec<String> = steady
         .iter()
         .cloned()
@@ -476,9 +439,9 @@ async fn api_server_away_for_minutes_under_load() {
         if !touched && down.elapsed() >= outage / 2 {
             // Mid-outage: one pod turns ready, one completes.
             touched = true;
-            let view = runtime_view(rt.as_ref()).await;
+            let view = pod_runtime_view(rt.as_ref()).await;
             for (name, file) in [("late-ready", "/tmp/ready"), ("finisher", "/tmp/done")] {
-                let id = view[name].running.first().expect("running").clone();
+                let id = view[name].running_id().expect("running").clone();
                 rt.exec_sync(
                     &id,
                     &["touch".to_string(), file.to_string()],
@@ -492,7 +455,7 @@ async fn api_server_away_for_minutes_under_load() {
     let rss_end = rss_kib(pid);
     peak = peak.max(rss_end);
     let cpu_away = cpu_secs(pid) - cpu_before;
-    let at_return = runtime_view(rt.as_ref()).await;
+    let at_return = pod_runtime_view(rt.as_ref()).await;
     let crash_restarts: BTreeMap<String, i32> = crashers
         .iter()
         .map(|n| (n.clone(), at_return[n].restarts))
@@ -541,7 +504,7 @@ async fn api_server_away_for_minutes_under_load() {
             m.mark("node heartbeat", at);
         }
         if !m.reached("pod statuses") {
-            let view = runtime_view(rt.as_ref()).await;
+            let view = pod_runtime_view(rt.as_ref()).await;
             let pods: BTreeMap<String, Pod> = api
                 .list::<Pod>(Some(&ns))
                 .await
@@ -666,7 +629,7 @@ async fn api_server_away_for_minutes_under_load() {
         .into_iter()
         .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
         .collect();
-    let now = runtime_view(rt.as_ref()).await;
+    let now = pod_runtime_view(rt.as_ref()).await;
     for name in &stable {
         assert_eq!(
             (&now[name].ready_sandboxes, &now[name].running),

@@ -28,6 +28,7 @@ use harness::*;
 use kubelet::cri::RuntimeService;
 use kubelet::cri::api::{ContainerState, PodSandboxState};
 use support::containerd::{Containerd, images};
+use support::runtime_view::{PodRuntime, pod_runtime_view};
 
 const NODE: &str = "drill-node";
 
@@ -51,42 +52,8 @@ impl Rng {
     }
 }
 
-/// What containerd holds per pod name: (ready sandboxes, other sandboxes,
-/// running container ids, other containers).
-#[derive(Debug, Default, Clone)]
-struct PodRuntime {
-    ready_sandboxes: Vec<String>,
-    dead_sandboxes: usize,
-    running: Vec<(String, String)>,
-    not_running: usize,
-}
-
 async fn runtime_view(rig: &Containerd) -> BTreeMap<String, PodRuntime> {
-    let rt = cri(rig).await;
-    let mut out: BTreeMap<String, PodRuntime> = BTreeMap::new();
-    for s in rt.list_pod_sandbox(None).await.expect("list sandboxes") {
-        let Some(name) = s.labels.get("io.kubernetes.pod.name") else {
-            continue;
-        };
-        let e = out.entry(name.clone()).or_default();
-        if s.state == PodSandboxState::SandboxReady as i32 {
-            e.ready_sandboxes.push(s.id.clone());
-        } else {
-            e.dead_sandboxes += 1;
-        }
-    }
-    for c in rt.list_containers(None).await.expect("list containers") {
-        let Some(name) = c.labels.get("io.kubernetes.pod.name") else {
-            continue;
-        };
-        let e = out.entry(name.clone()).or_default();
-        if c.state == ContainerState::ContainerRunning as i32 {
-            e.running.push((c.id.clone(), c.pod_sandbox_id.clone()));
-        } else {
-            e.not_running += 1;
-        }
-    }
-    out
+    pod_runtime_view(cri(rig).await.as_ref()).await
 }
 
 fn pod_names(n: u64) -> BTreeSet<String> {
@@ -108,7 +75,7 @@ fn settled(view: &BTreeMap<String, PodRuntime>, want: &BTreeSet<String>) -> Resu
                 }
                 if p.running.len() != 1 {
                     problems.push(format!("{name}: {} running containers", p.running.len()));
-                } else if !p.ready_sandboxes.contains(&p.running[0].1) {
+                } else if !p.running.values().all(|sb| p.ready_sandboxes.contains(sb)) {
                     problems.push(format!("{name}: its container runs in a dead sandbox"));
                 }
             }
@@ -243,7 +210,7 @@ async fn sigkill_while_starting_pods_loses_and_duplicates_nothing() {
     let survivors: BTreeMap<String, String> = runtime_view(&rig)
         .await
         .into_iter()
-        .filter_map(|(k, v)| Some((k, v.running.first()?.0.clone())))
+        .filter_map(|(k, v)| Some((k, v.running_id()?.clone())))
         .collect();
     let mut child = spawn_binary(&argv, &logs);
     let stderr = collect_stderr(&mut child);
@@ -277,7 +244,7 @@ async fn sigkill_while_starting_pods_loses_and_duplicates_nothing() {
     let view = runtime_view(&rig).await;
     settled(&view, &want).expect("still settled");
     for (pod, id) in &survivors {
-        let now = &view[pod].running[0].0;
+        let now = view[pod].running_id().expect("running");
         assert_eq!(
             now, id,
             "{pod}: the container that ran before the kill still runs"
@@ -504,7 +471,7 @@ async fn containerd_killed_while_pods_start_and_probes_run() {
     let before: BTreeMap<String, String> = runtime_view(&rig)
         .await
         .into_iter()
-        .filter_map(|(k, v)| Some((k, v.running.first()?.0.clone())))
+        .filter_map(|(k, v)| Some((k, v.running_id()?.clone())))
         .collect();
 
     let down = Instant::now();
@@ -551,7 +518,8 @@ async fn containerd_killed_while_pods_start_and_probes_run() {
     let view = runtime_view(&rig).await;
     for (name, id) in &before {
         assert_eq!(
-            &view[name].running[0].0, id,
+            view[name].running_id().expect("running"),
+            id,
             "{name}: the container that ran before the outage still runs"
         );
     }

@@ -8,6 +8,7 @@ pub mod cri_requests;
 pub mod logind;
 pub mod process;
 pub mod registry;
+pub mod runtime_view;
 
 use std::path::{Path, PathBuf};
 
