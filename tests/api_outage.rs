@@ -34,7 +34,7 @@ mod support;
 
 use support::process::{cpu_secs, rss_kib};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -44,7 +44,6 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, WatchEvent, WatchParams};
 use kubelet::cri::RuntimeService;
-use kubelet::cri::api::{ContainerState, PodSandboxState};
 use serde_json::json;
 use support::apiserver::TestApi;
 use support::containerd::{Containerd, images};
@@ -63,7 +62,6 @@ const CATCH_UP_BOUND: Duration = Duration::from_secs(120);
 /// retry loop spins.
 const CPU_BOUND_PERCENT: f64 = 30.0;
 const RSS_SAMPLE_EVERY: Duration = Duration::from_secs(3);
-const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
 const STEADY: usize = 15;
 const CRASHERS: usize = 2;
 

@@ -25,8 +25,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use harness::*;
-use kubelet::cri::RuntimeService;
-use kubelet::cri::api::{ContainerState, PodSandboxState};
 use support::containerd::{Containerd, images};
 use support::runtime_view::{PodRuntime, pod_runtime_view};
 
