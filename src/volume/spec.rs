@@ -92,48 +92,31 @@ impl Spec {
     pub fn name(&self) -> &str {
         &self.volume.name
     }
+}
 
-    pub fn secret(&self) -> Option<&SecretVolumeSource> {
-        match &self.volume.source {
-            Source::Secret(s) => Some(s),
-            _ => None,
+/// `Spec::<kind>()`: the volume's source when it is of that kind.
+macro_rules! source_accessors {
+    ($($name:ident: $variant:ident($ty:ty);)*) => {
+        impl Spec {
+            $(
+                pub fn $name(&self) -> Option<&$ty> {
+                    match &self.volume.source {
+                        Source::$variant(s) => Some(s),
+                        _ => None,
+                    }
+                }
+            )*
         }
-    }
+    };
+}
 
-    pub fn config_map(&self) -> Option<&ConfigMapVolumeSource> {
-        match &self.volume.source {
-            Source::ConfigMap(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    pub fn projected(&self) -> Option<&ProjectedVolumeSource> {
-        match &self.volume.source {
-            Source::Projected(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    pub fn downward_api(&self) -> Option<&DownwardAPIVolumeSource> {
-        match &self.volume.source {
-            Source::DownwardApi(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    pub fn empty_dir(&self) -> Option<&EmptyDirVolumeSource> {
-        match &self.volume.source {
-            Source::EmptyDir(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    pub fn host_path(&self) -> Option<&HostPathVolumeSource> {
-        match &self.volume.source {
-            Source::HostPath(s) => Some(s),
-            _ => None,
-        }
-    }
+source_accessors! {
+    secret: Secret(SecretVolumeSource);
+    config_map: ConfigMap(ConfigMapVolumeSource);
+    projected: Projected(ProjectedVolumeSource);
+    downward_api: DownwardApi(DownwardAPIVolumeSource);
+    empty_dir: EmptyDir(EmptyDirVolumeSource);
+    host_path: HostPath(HostPathVolumeSource);
 }
 
 /// How a mounted volume behaves towards containers.
@@ -173,3 +156,72 @@ impl MounterArgs {
 /// The fsGroupChangePolicy that skips the recursive walk when the root
 /// already has the right group and mode.
 pub const FS_GROUP_CHANGE_ON_ROOT_MISMATCH: &str = "OnRootMismatch";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_keeps_the_name_and_the_one_source() {
+        let volume = |v: serde_json::Value| -> Volume { serde_json::from_value(v).unwrap() };
+        // (volume, the accessor that answers, or none)
+        let cases = [
+            (
+                volume(serde_json::json!({"name": "s", "secret": {"secretName": "x"}})),
+                Some("secret"),
+            ),
+            (
+                volume(serde_json::json!({"name": "c", "configMap": {"name": "x"}})),
+                Some("config_map"),
+            ),
+            (
+                volume(serde_json::json!({"name": "p", "projected": {"sources": []}})),
+                Some("projected"),
+            ),
+            (
+                volume(serde_json::json!({"name": "d", "downwardAPI": {}})),
+                Some("downward_api"),
+            ),
+            (
+                volume(serde_json::json!({"name": "e", "emptyDir": {"medium": "Memory"}})),
+                Some("empty_dir"),
+            ),
+            (
+                volume(serde_json::json!({"name": "h", "hostPath": {"path": "/x"}})),
+                Some("host_path"),
+            ),
+            (
+                volume(
+                    serde_json::json!({"name": "v", "persistentVolumeClaim": {"claimName": "x"}}),
+                ),
+                None,
+            ),
+            (volume(serde_json::json!({"name": "n"})), None),
+        ];
+        for (v, want) in cases {
+            let spec = Spec::of(&v);
+            assert_eq!(spec.name(), v.name);
+            let got: Vec<&str> = [
+                ("secret", spec.secret().is_some()),
+                ("config_map", spec.config_map().is_some()),
+                ("projected", spec.projected().is_some()),
+                ("downward_api", spec.downward_api().is_some()),
+                ("empty_dir", spec.empty_dir().is_some()),
+                ("host_path", spec.host_path().is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(k, set)| set.then_some(k))
+            .collect();
+            assert_eq!(got, want.into_iter().collect::<Vec<_>>(), "{}", v.name);
+            assert_eq!(spec, Spec::from_volume(v.clone()), "{}", v.name);
+        }
+        assert_eq!(
+            Spec::of(&volume(
+                serde_json::json!({"name": "e", "emptyDir": {"medium": "Memory"}})
+            ))
+            .empty_dir()
+            .and_then(|e| e.medium.as_deref()),
+            Some("Memory")
+        );
+    }
+}
