@@ -85,7 +85,7 @@ pub async fn start_node(shared: &Shared, n: u32, tasks: &TaskSet) -> Result<Runn
         node_name: name.clone(),
         hostname: name.clone(),
         node_ips: shared.node_ips.clone(),
-        runtime_services: memory_runtime_services(index, clock.clone()),
+        runtime_services: memory_runtime_services(index, clock.clone(), root.clone()),
         container_manager,
         clock,
         pod_logs_root: root.join("logs").join("pods"),

@@ -2,6 +2,7 @@
 //! ids are the sha256 of the reference, so every node agrees on them.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -24,13 +25,18 @@ pub fn image_id(reference: &str) -> String {
 pub struct MemoryImages {
     images: Mutex<BTreeMap<String, api::Image>>,
     clock: Arc<dyn Clock>,
+    /// The directory ImageFsInfo names as the images' filesystem: one the
+    /// node owns, so that what reads its filesystem (image GC, stats) finds
+    /// it.
+    fs_dir: PathBuf,
 }
 
 impl MemoryImages {
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
+    pub fn new(clock: Arc<dyn Clock>, fs_dir: PathBuf) -> Self {
         MemoryImages {
             images: Mutex::new(BTreeMap::new()),
             clock,
+            fs_dir,
         }
     }
 
@@ -112,7 +118,7 @@ impl ImageService for MemoryImages {
         Ok(vec![api::FilesystemUsage {
             timestamp: unix_nanos(self.clock.now()),
             fs_id: Some(api::FilesystemIdentifier {
-                mountpoint: super::IMAGE_FS_MOUNTPOINT.into(),
+                mountpoint: self.fs_dir.to_string_lossy().into_owned(),
             }),
             used_bytes: Some(api::UInt64Value { value: used }),
             inodes_used: Some(api::UInt64Value { value: count }),
@@ -126,8 +132,19 @@ mod tests {
     use crate::util::clock::RealClock;
 
     #[tokio::test]
+    async fn image_fs_info_names_the_nodes_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let images = MemoryImages::new(Arc::new(RealClock), dir.path().to_path_buf());
+        let fs = images.image_fs_info().await.unwrap();
+        let mountpoint = fs[0].fs_id.as_ref().unwrap().mountpoint.clone();
+        assert_eq!(mountpoint, dir.path().to_string_lossy());
+        // What image GC and the stats read of it: a filesystem that exists.
+        assert!(nix::sys::statvfs::statvfs(mountpoint.as_str()).is_ok());
+    }
+
+    #[tokio::test]
     async fn pull_then_status_list_remove() {
-        let images = MemoryImages::new(Arc::new(RealClock));
+        let images = MemoryImages::new(Arc::new(RealClock), PathBuf::from("/var/lib/hollow"));
         let spec = |s: &str| api::ImageSpec {
             image: s.into(),
             ..Default::default()

@@ -24,8 +24,6 @@ use crate::util::clock::Clock;
 pub const ENDPOINT: &str = "memory://hollow";
 /// The runtime's name in Version (and so in the Node's containerRuntimeVersion).
 pub const RUNTIME_NAME: &str = "hollow";
-/// Where the image filesystem says it is mounted.
-pub const IMAGE_FS_MOUNTPOINT: &str = "/var/lib/hollow/images";
 
 pub(crate) fn not_found(rpc: &'static str, what: &str, id: &str) -> CriError {
     CriError::NotFound {
@@ -44,14 +42,19 @@ pub(crate) fn unimplemented(rpc: &'static str) -> CriError {
 }
 
 /// Both services of hollow node `index`, wrapped with the runtime
-/// operation metrics as the real clients are.
-pub fn memory_runtime_services(index: u32, clock: Arc<dyn Clock>) -> RuntimeServices {
+/// operation metrics as the real clients are; the images' filesystem is
+/// the one holding `fs_dir` (the node's own directory).
+pub fn memory_runtime_services(
+    index: u32,
+    clock: Arc<dyn Clock>,
+    fs_dir: std::path::PathBuf,
+) -> RuntimeServices {
     RuntimeServices {
         runtime: Arc::new(InstrumentedRuntimeService::new(Arc::new(
             MemoryRuntime::new(index, clock.clone()),
         ))),
         image: Arc::new(InstrumentedImageService::new(Arc::new(MemoryImages::new(
-            clock,
+            clock, fs_dir,
         )))),
     }
 }
