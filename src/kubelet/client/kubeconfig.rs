@@ -174,12 +174,28 @@ fn data_or_file(
     }
 }
 
+/// A file that says it is UTF-16 (a byte order mark) but ends in half a
+/// code unit: refused here, as the decoder it goes to next indexes past
+/// the end of such a file (found by the `kubeconfig` fuzz target).
+fn truncated_utf16(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0xFF, 0xFE, rest @ ..] | [0xFE, 0xFF, rest @ ..] if rest.len() % 2 == 1 => {
+            Some("invalid UTF-16: the file ends in half a character")
+        }
+        _ => None,
+    }
+}
+
 /// Reads and resolves a kubeconfig (its current context).
 pub async fn load(path: &Path) -> Result<LoadedKubeconfig, ClientError> {
     let invalid = |reason: String| ClientError::Kubeconfig {
         path: path.to_path_buf(),
         reason,
     };
+    let bytes = std::fs::read(path).map_err(|e| invalid(e.to_string()))?;
+    if let Some(reason) = truncated_utf16(&bytes) {
+        return Err(invalid(reason.to_string()));
+    }
     let raw = Kubeconfig::read_from(path).map_err(|e| invalid(e.to_string()))?;
     let config = kube::Config::from_custom_kubeconfig(raw.clone(), &KubeConfigOptions::default())
         .await
@@ -398,6 +414,31 @@ mod tests {
             b(cert),
             b(key)
         )
+    }
+
+    #[tokio::test]
+    async fn a_byte_order_mark_with_half_a_character_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        // (bytes, refused before decoding)
+        let cases: [(&[u8], bool); 4] = [
+            (b"\xfe\xff\xff", true),
+            (b"\xff\xfe\x00", true),
+            (b"\xfe\xff", false),
+            (b"apiVersion: v1", false),
+        ];
+        for (bytes, refused) in cases {
+            assert_eq!(truncated_utf16(bytes).is_some(), refused, "{bytes:?}");
+            std::fs::write(&path, bytes).unwrap();
+            let err = load(&path).await.expect_err("not a kubeconfig").to_string();
+            assert!(err.contains("kubeconfig"), "{err}");
+        }
+        // The fuzz target's crash input: an error, not a panic.
+        let mut crash = b"\xfe\xff".to_vec();
+        crash.extend_from_slice(b"apiVersion: v1\nkind: Config\n\n");
+        std::fs::write(&path, &crash).unwrap();
+        let err = load(&path).await.expect_err("odd length").to_string();
+        assert!(err.contains("half a character"), "{err}");
     }
 
     #[tokio::test]
