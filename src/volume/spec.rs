@@ -43,32 +43,17 @@ enum Source {
 
 impl Source {
     fn of(volume: &Volume) -> Source {
-        let Volume {
-            secret,
-            config_map,
-            projected,
-            downward_api,
-            empty_dir,
-            host_path,
-            ..
-        } = volume;
         // Validation admits one source per volume; the first set one wins.
-        match (
-            secret,
-            config_map,
-            projected,
-            downward_api,
-            empty_dir,
-            host_path,
-        ) {
-            (Some(s), ..) => Source::Secret(s.clone()),
-            (_, Some(s), ..) => Source::ConfigMap(s.clone()),
-            (_, _, Some(s), ..) => Source::Projected(s.clone()),
-            (_, _, _, Some(s), ..) => Source::DownwardApi(s.clone()),
-            (_, _, _, _, Some(s), _) => Source::EmptyDir(s.clone()),
-            (.., Some(s)) => Source::HostPath(s.clone()),
-            _ => Source::Other(Box::new(volume.clone())),
-        }
+        let v = volume;
+        v.secret
+            .clone()
+            .map(Source::Secret)
+            .or_else(|| v.config_map.clone().map(Source::ConfigMap))
+            .or_else(|| v.projected.clone().map(Source::Projected))
+            .or_else(|| v.downward_api.clone().map(Source::DownwardApi))
+            .or_else(|| v.empty_dir.clone().map(Source::EmptyDir))
+            .or_else(|| v.host_path.clone().map(Source::HostPath))
+            .unwrap_or_else(|| Source::Other(Box::new(v.clone())))
     }
 }
 
