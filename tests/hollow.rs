@@ -3,7 +3,9 @@
 //! names), 5 pods each. Every Node turns Ready, every pod Running with its
 //! status in the API, every Lease is renewed, a scripted container that
 //! exits is restarted, and (on the double) each node's heartbeat traffic
-//! has one real kubelet's cadence: a Lease renewal every 10 s
+//! has one real kubelet's cadence; scripted probes and pulls play out as
+//! a real kubelet reports them (late readiness, a liveness restart,
+//! ErrImagePull/ImagePullBackOff). The heartbeat traffic is: a Lease renewal every 10 s
 //! (leaseDurationSeconds 40 × 0.25), a node status pass every 10 s
 //! (nodeStatusUpdateFrequency) and at most one node status write while
 //! nothing changes (nodeStatusReportFrequency 5 min). Behaviour, not timing.
@@ -21,7 +23,7 @@ mod rig;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Probe};
 use kubelet::app::command::{Outcome, build};
 use kubelet::app::hollow::{HollowOptions, run_with};
 use serde_json::json;
@@ -46,6 +48,52 @@ fn restarts(p: &Pod) -> (i32, Option<i32>) {
             .and_then(|s| s.terminated.as_ref())
             .map(|t| t.exit_code),
     )
+}
+
+/// `pod` with an exec probe on its container (every second, one failure
+/// counts): `readiness` or `liveness`.
+fn with_probe(mut pod: Pod, kind: &str) -> Pod {
+    let probe: Probe = serde_json::from_value(json!({
+        "exec": {"command": ["cat", "/tmp/healthy"]},
+        "periodSeconds": 1,
+        "failureThreshold": 1,
+    }))
+    .expect("probe");
+    let c = &mut pod.spec.as_mut().expect("spec").containers[0];
+    match kind {
+        "readiness" => c.readiness_probe = Some(probe),
+        _ => c.liveness_probe = Some(probe),
+    }
+    pod
+}
+
+/// (running, ready) of the pod's one container.
+fn container_running_ready(p: &Pod) -> (bool, bool) {
+    p.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .map_or((false, false), |c| {
+            (
+                c.state.as_ref().is_some_and(|s| s.running.is_some()),
+                c.ready,
+            )
+        })
+}
+
+/// The waiting reason of the pod's one container.
+fn waiting(p: &Pod) -> Option<String> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?
+        .waiting
+        .as_ref()?
+        .reason
+        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,6 +170,45 @@ async fn twenty_hollow_nodes_run_their_pods() {
     ))
     .await;
 
+    // Scripted probes and pulls: readiness 8 s late; a liveness probe that
+    // fails from 2 s on; every pull failing.
+    api.put(&with_probe(
+        rig::hollow_pod(
+            &ns,
+            "late-ready",
+            &names[2],
+            json!({"hollow.kubelet-rs.io/probe-pass-after.app": "8"}),
+            "Always",
+        ),
+        "readiness",
+    ))
+    .await;
+    api.put(&with_probe(
+        rig::hollow_pod(
+            &ns,
+            "unhealthy",
+            &names[3],
+            json!({"hollow.kubelet-rs.io/probe-fail-after.app": "2"}),
+            "Always",
+        ),
+        "liveness",
+    ))
+    .await;
+    api.put(&rig::hollow_pod(
+        &ns,
+        "unpullable",
+        &names[4],
+        json!({"hollow.kubelet-rs.io/pull-error": "manifest unknown"}),
+        "Always",
+    ))
+    .await;
+    let late = api
+        .wait_for::<Pod>(Some(&ns), "late-ready", Duration::from_secs(30), |p| {
+            container_running_ready(p) == (true, false)
+        })
+        .await;
+    assert!(late.status.is_some());
+
     let batch = rig::run_batch(&api, &ns, &names, PODS_PER_NODE, Duration::from_secs(60)).await;
     eprintln!(
         "{} pods Running in {:?} (p50 {:?}, p99 {:?})",
@@ -158,6 +245,56 @@ async fn twenty_hollow_nodes_run_their_pods() {
         })
         .await;
     assert!(job.status.is_some());
+    api.wait_for::<Pod>(Some(&ns), "late-ready", Duration::from_secs(30), |p| {
+        container_running_ready(p) == (true, true)
+    })
+    .await;
+    let unhealthy = api
+        .wait_for::<Pod>(Some(&ns), "unhealthy", Duration::from_secs(40), |p| {
+            restarts(p).0 >= 1
+        })
+        .await;
+    assert!(unhealthy.status.is_some());
+    let reasons: Vec<(String, String)> = api
+        .list::<Event>(Some(&ns))
+        .await
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("unhealthy"))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|(r, m)| r == "Unhealthy" && m.starts_with("Liveness probe failed")),
+        "{reasons:?}"
+    );
+    // ErrImagePull in the status until the next resync after the back-off
+    // began (as Go: a back-off is not a sync error); the events show both.
+    api.wait_for::<Pod>(Some(&ns), "unpullable", Duration::from_secs(30), |p| {
+        matches!(
+            waiting(p).as_deref(),
+            Some("ErrImagePull" | "ImagePullBackOff")
+        )
+    })
+    .await;
+    let pull_events = || async {
+        api.list::<Event>(Some(&ns))
+            .await
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some("unpullable"))
+            .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+            .collect::<Vec<_>>()
+    };
+    let both = support::eventually(Duration::from_secs(30), || async {
+        let events = pull_events().await;
+        let failed = events
+            .iter()
+            .any(|(r, m)| r == "Failed" && m.contains("manifest unknown"));
+        let backoff = events.iter().any(|(r, _)| r == "BackOff");
+        (failed && backoff).then_some(())
+    })
+    .await;
+    assert!(both.is_some(), "{:?}", pull_events().await);
 
     // Steady state: every Lease renewed; on the double, the cadence. It
     // begins once every node has reported the images its pods pulled, the

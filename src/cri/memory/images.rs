@@ -85,8 +85,18 @@ impl ImageService for MemoryImages {
         &self,
         image: &api::ImageSpec,
         _auth: Option<&api::AuthConfig>,
-        _sandbox_config: Option<&api::PodSandboxConfig>,
+        sandbox_config: Option<&api::PodSandboxConfig>,
     ) -> Result<String> {
+        if let Some(message) =
+            sandbox_config.and_then(|c| super::script::pull_error(&c.annotations))
+        {
+            return Err(crate::cri::CriError::Rpc {
+                endpoint: super::ENDPOINT.into(),
+                rpc: "PullImage",
+                code: tonic::Code::Unknown,
+                message: format!("failed to pull image {:?}: {message}", image.image),
+            });
+        }
         let id = image_id(&image.image);
         self.images()
             .entry(image.image.clone())
@@ -140,6 +150,31 @@ mod tests {
         assert_eq!(mountpoint, dir.path().to_string_lossy());
         // What image GC and the stats read of it: a filesystem that exists.
         assert!(nix::sys::statvfs::statvfs(mountpoint.as_str()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_scripted_pull_error_fails_the_pull_and_stores_nothing() {
+        let images = MemoryImages::new(Arc::new(RealClock), PathBuf::from("/var/lib/hollow"));
+        let spec = api::ImageSpec {
+            image: "app:1".into(),
+            ..Default::default()
+        };
+        let sandbox = api::PodSandboxConfig {
+            annotations: [(
+                "hollow.kubelet-rs.io/pull-error".to_string(),
+                "manifest unknown".to_string(),
+            )]
+            .into(),
+            ..Default::default()
+        };
+        let err = images
+            .pull_image(&spec, None, Some(&sandbox))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("manifest unknown"), "{err}");
+        assert!(images.list_images(None).await.unwrap().is_empty());
+        // Another pod's pull of the same image succeeds.
+        assert!(images.pull_image(&spec, None, None).await.is_ok());
     }
 
     #[tokio::test]

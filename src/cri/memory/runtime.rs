@@ -298,14 +298,28 @@ impl RuntimeService for MemoryRuntime {
     async fn exec_sync(
         &self,
         container_id: &str,
-        _cmd: &[String],
+        cmd: &[String],
         _timeout: Duration,
     ) -> Result<ExecSyncOutput> {
-        // Every command succeeds silently in a running container (exec probes pass).
+        // Every command succeeds silently in a running container (exec
+        // probes pass), unless the container's script fails it now.
+        let mono = self.clock.monotonic();
         let s = self.state();
         match s.containers.get(container_id) {
             Some(c) if c.state == api::ContainerState::ContainerRunning => {
-                Ok(ExecSyncOutput::default())
+                let running_for = c
+                    .started
+                    .map_or(Duration::ZERO, |t| mono.saturating_duration_since(t));
+                if c.script.exec_passes(running_for) {
+                    return Ok(ExecSyncOutput::default());
+                }
+                Err(crate::cri::CriError::ExitCode {
+                    container: container_id.to_string(),
+                    cmd: cmd.join(" "),
+                    code: super::script::PROBE_FAILURE_EXIT_CODE,
+                    stdout: Vec::new(),
+                    stderr: b"hollow: scripted failure".to_vec(),
+                })
             }
             Some(_) => Err(crate::cri::CriError::Rpc {
                 endpoint: ENDPOINT.into(),
@@ -571,5 +585,48 @@ mod tests {
             rt.container_status(&app, false).await,
             Err(crate::cri::CriError::NotFound { .. })
         ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn exec_commands_follow_the_probe_script() {
+        let rt = MemoryRuntime::new(0, Arc::new(RealClock));
+        let config = sandbox_config(&[
+            ("hollow.kubelet-rs.io/probe-pass-after.app", "5"),
+            ("hollow.kubelet-rs.io/probe-fail-after.app", "10"),
+        ]);
+        let sb = rt.run_pod_sandbox(&config, "").await.unwrap();
+        let app = rt
+            .create_container(&sb, &container_config("app"), &config)
+            .await
+            .unwrap();
+        let other = rt
+            .create_container(&sb, &container_config("other"), &config)
+            .await
+            .unwrap();
+        rt.start_container(&app).await.unwrap();
+        rt.start_container(&other).await.unwrap();
+        let cmd = ["cat".to_string(), "/tmp/healthy".to_string()];
+        // (seconds since start, app's exec passes)
+        let steps = [(0, false), (5, true), (9, true), (10, false)];
+        let mut at = 0;
+        for (secs, want) in steps {
+            tokio::time::advance(Duration::from_secs(secs - at)).await;
+            at = secs;
+            let got = rt.exec_sync(&app, &cmd, Duration::from_secs(1)).await;
+            match (&got, want) {
+                (Ok(_), true) => {}
+                (Err(crate::cri::CriError::ExitCode { code, cmd: c, .. }), false) => {
+                    assert_eq!(*code, 1, "+{secs}s");
+                    assert_eq!(c, "cat /tmp/healthy");
+                }
+                _ => panic!("+{secs}s: {got:?}, want pass={want}"),
+            }
+            // An unscripted container's commands always pass.
+            assert!(
+                rt.exec_sync(&other, &cmd, Duration::from_secs(1))
+                    .await
+                    .is_ok()
+            );
+        }
     }
 }

@@ -243,6 +243,8 @@ mod tests {
         let start = Instant::now();
         let at = |s: u64| start + Duration::from_secs(s);
         let exits = |after: u64, code: i32| Script {
+            probe_pass_after: None,
+            probe_fail_after: None,
             exit_after: Some(Duration::from_secs(after)),
             exit_code: code,
         };
