@@ -75,35 +75,6 @@ fn phase_of(p: &Pod) -> String {
     phase(p).to_string()
 }
 
-/// Approves the kubelet client CSRs bootstrap identities submit (until
-/// aborted).
-async fn approve_csrs(api: &TestApi) {
-    use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
-    loop {
-        for csr in api.list::<Csr>(None).await {
-            let pending = csr
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_none_or(|c| c.is_empty());
-            let by_node = csr
-                .spec
-                .username
-                .as_deref()
-                .is_some_and(|u| u.starts_with("system:bootstrap:"));
-            if pending
-                && by_node
-                && csr.spec.signer_name == "kubernetes.io/kube-apiserver-client-kubelet"
-            {
-                api.track_for_cleanup(&csr).await;
-                api.approve_csr(csr.metadata.name.as_deref().unwrap_or_default())
-                    .await;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 async fn events_for(api: &TestApi, ns: &str, kind: &str, name: &str) -> BTreeSet<String> {
     api.list::<Event>(Some(ns))
         .await
@@ -234,7 +205,7 @@ async fn api_mode_end_to_end() {
     argv.push(format!("--node-ip={ip}"));
     let approver = tokio::spawn({
         let api = api.clone();
-        async move { approve_csrs(&api).await }
+        async move { api.approve_bootstrap_csrs().await }
     });
     let kubelet = Kubelet::start(argv, |s| deps(&dirs, s));
 

@@ -9,7 +9,9 @@
 //! `<state-dir>/<name>`. No servers (10250/10255/10248) are started.
 //!
 //! Shared: the runtime, the API transport (one connection pool, one
-//! kubeconfig's credentials), the command line's configuration. Per node:
+//! kubeconfig's credentials) unless credentials are per node (`{node}` in
+//! `--kubeconfig`, or `--bootstrap-kubeconfig`: see [`node::Credentials`]),
+//! the command line's configuration. Per node:
 //! its clients' token buckets (kubeAPIQPS/burst, eventRecordQPS/burst as
 //! configured), watches (its own pods, its own Node), caches, tasks.
 
@@ -25,7 +27,7 @@ use crate::apis::config::server::KubeletServer;
 use crate::kubelet::client::SharedTransport;
 use crate::util::clock::{Clock, RealClock};
 use crate::util::lifecycle::TaskSet;
-pub use node::{Shared, node_server, start_node};
+pub use node::{Credentials, Shared, node_server, start_node};
 pub use options::{HollowOptions, OptionsError};
 
 /// Why the hollow nodes could not run.
@@ -33,8 +35,12 @@ pub use options::{HollowOptions, OptionsError};
 pub enum HollowError {
     #[error(transparent)]
     Options(#[from] OptionsError),
-    #[error("hollow nodes need --kubeconfig")]
+    #[error("hollow nodes need --kubeconfig (or --bootstrap-kubeconfig)")]
     NoKubeconfig,
+    #[error(
+        "--kubeconfig {0:?} would be every hollow node's: with --bootstrap-kubeconfig, name each node's file with {{node}} in it or leave --kubeconfig out (each node's is then <state-dir>/<name>/kubeconfig)"
+    )]
+    SharedBootstrapTarget(String),
     #[error(transparent)]
     Dependencies(#[from] super::dependencies::DependenciesError),
     #[error("failed to build the API clients: {0}")]
@@ -83,10 +89,23 @@ pub async fn shared(
     options: HollowOptions,
     clock: Arc<dyn Clock>,
 ) -> Result<Shared, HollowError> {
-    if base.flags.kubeconfig.is_empty() {
+    let (kubeconfig, bootstrap) = (&base.flags.kubeconfig, &base.flags.bootstrap_kubeconfig);
+    if kubeconfig.is_empty() && bootstrap.is_empty() {
         return Err(HollowError::NoKubeconfig);
     }
-    let transport = SharedTransport::from_kubeconfig(Path::new(&base.flags.kubeconfig)).await?;
+    if !bootstrap.is_empty()
+        && !kubeconfig.is_empty()
+        && !kubeconfig.contains(node::NODE_PLACEHOLDER)
+    {
+        return Err(HollowError::SharedBootstrapTarget(kubeconfig.clone()));
+    }
+    let credentials = if Credentials::per_node(&base) {
+        Credentials::PerNode
+    } else {
+        Credentials::Shared(
+            SharedTransport::from_kubeconfig(Path::new(&base.flags.kubeconfig)).await?,
+        )
+    };
     let node_ips = default_node_ips(&base).await?;
     let dir = options.state_dir.clone();
     tokio::fs::create_dir_all(&dir)
@@ -95,19 +114,27 @@ pub async fn shared(
     Ok(Shared {
         base,
         options,
-        transport,
+        credentials,
         node_ips,
         clock,
     })
 }
 
-/// Starts every node of `shared` on `tasks`; a node that fails to start is
-/// logged and skipped, as a kubemark pod that crashed would be. Returns
-/// how many started.
+/// How many nodes start at once (a TLS bootstrap without rotation waits
+/// for its CSR's approval before its node can start).
+const STARTING_AT_ONCE: usize = 16;
+
+/// Starts every node of `shared` on `tasks`, a few at a time; a node that
+/// fails to start is logged and skipped, as a kubemark pod that crashed
+/// would be. Returns how many started.
 pub async fn start_all(shared: &Shared, tasks: &TaskSet) -> u32 {
+    use futures::StreamExt;
     let mut started = 0;
-    for n in 0..shared.options.nodes {
-        match start_node(shared, n, tasks).await {
+    let mut starting = futures::stream::iter(0..shared.options.nodes)
+        .map(|n| async move { (n, start_node(shared, n, tasks).await) })
+        .buffered(STARTING_AT_ONCE);
+    while let Some((n, outcome)) = starting.next().await {
+        match outcome {
             Ok(mut running) => {
                 started += 1;
                 let name = shared.options.node_name(n);
@@ -191,6 +218,39 @@ pub fn execute(args: Vec<String>) -> u8 {
         Err(e) => {
             tracing::error!(err = %e, "Hollow kubelet exited");
             1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apis::config::flags::KubeletFlags;
+    use crate::apis::config::types::KubeletConfiguration;
+
+    #[tokio::test]
+    async fn credentials_flags_that_cannot_work_are_refused() {
+        // (--kubeconfig, --bootstrap-kubeconfig, the error)
+        let cases = [
+            ("", "", "need --kubeconfig"),
+            ("/k", "/b", "would be every hollow node's"),
+        ];
+        for (kubeconfig, bootstrap, want) in cases {
+            let flags = KubeletFlags {
+                kubeconfig: kubeconfig.into(),
+                bootstrap_kubeconfig: bootstrap.into(),
+                ..Default::default()
+            };
+            let base = KubeletServer::new(
+                flags,
+                KubeletConfiguration::v1beta1_defaults(),
+                Default::default(),
+            );
+            let err = match shared(base, HollowOptions::default(), Arc::new(RealClock)).await {
+                Ok(_) => panic!("{kubeconfig:?} {bootstrap:?}: accepted"),
+                Err(e) => e.to_string(),
+            };
+            assert!(err.contains(want), "{kubeconfig:?} {bootstrap:?}: {err}");
         }
     }
 }

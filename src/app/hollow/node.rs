@@ -1,8 +1,9 @@
 //! One hollow node: the real kubelet composition (`new_main_kubelet`,
 //! `Kubelet::start`) over hollow host seams: the in-memory CRI, a described
 //! machine, a container manager and a mounter that touch nothing, a root
-//! directory under the state directory, and clients over the process's
-//! shared transport with this node's own rate limits.
+//! directory under the state directory, and clients with this node's own
+//! rate limits: over the process's shared transport, or (per-node
+//! credentials) over its own, with its own identity.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -16,25 +17,52 @@ use crate::cm::noop::NoopContainerManager;
 use crate::cri::memory::memory_runtime_services;
 use crate::kubelet::build::api::ApiClients;
 use crate::kubelet::build::{KubeletDeps, new_main_kubelet};
-use crate::kubelet::client::{ClientParams, SharedTransport};
+use crate::kubelet::client::{
+    ClientParams, KubeClients, SharedTransport, build_clients_with_clock,
+};
 use crate::kubelet::events::{ApiEventRecorder, KubeEventSink, NodeEvents};
 use crate::kubelet::run::Running;
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
 use crate::volume::util::mount::NoopMounter;
 
+/// The placeholder in `--kubeconfig` / `--bootstrap-kubeconfig` that
+/// stands for each node's name (per-node credentials).
+pub const NODE_PLACEHOLDER: &str = "{node}";
+
+/// Whose identity each node's clients carry.
+pub enum Credentials {
+    /// One kubeconfig, one identity, one connection pool for every node.
+    Shared(SharedTransport),
+    /// Each node its own kubeconfig (a token or client certificate per
+    /// node, or its own TLS bootstrap), its own connections and, with
+    /// `rotateCertificates`, its own certificate rotation.
+    PerNode,
+}
+
+impl Credentials {
+    /// Per node when either kubeconfig names `{node}` or a bootstrap
+    /// kubeconfig is given (each node then bootstraps its own identity).
+    pub fn per_node(base: &KubeletServer) -> bool {
+        base.flags.kubeconfig.contains(NODE_PLACEHOLDER)
+            || !base.flags.bootstrap_kubeconfig.is_empty()
+    }
+}
+
 /// What every hollow node of the process shares.
 pub struct Shared {
     /// The configuration the command line gave (before per-node changes).
     pub base: Arc<KubeletServer>,
     pub options: HollowOptions,
-    pub transport: SharedTransport,
+    pub credentials: Credentials,
     pub node_ips: Vec<IpAddr>,
     pub clock: Arc<dyn Clock>,
 }
 
 /// The kubelet configuration of hollow node `name`: its own name and
-/// directories; eviction off (no thresholds, no local storage isolation:
+/// directories; its own kubeconfig with per-node credentials (`{node}`
+/// replaced by its name, or `<root>/kubeconfig` written by its TLS
+/// bootstrap); eviction off (no thresholds, no local storage isolation:
 /// nothing to measure), no QoS cgroups, nothing enforced.
 pub fn node_server(base: &KubeletServer, name: &str, state_dir: &Path) -> Arc<KubeletServer> {
     let mut flags = base.flags.clone();
@@ -43,6 +71,12 @@ pub fn node_server(base: &KubeletServer, name: &str, state_dir: &Path) -> Arc<Ku
     flags.hostname_override = name.to_string();
     flags.root_directory = root.to_string_lossy().into_owned();
     flags.cert_directory = root.join("pki").to_string_lossy().into_owned();
+    if flags.kubeconfig.contains(NODE_PLACEHOLDER) {
+        flags.kubeconfig = flags.kubeconfig.replace(NODE_PLACEHOLDER, name);
+    } else if !flags.bootstrap_kubeconfig.is_empty() {
+        flags.kubeconfig = root.join("kubeconfig").to_string_lossy().into_owned();
+    }
+    flags.bootstrap_kubeconfig = flags.bootstrap_kubeconfig.replace(NODE_PLACEHOLDER, name);
     config.eviction_hard.clear();
     config.eviction_soft.clear();
     config.local_storage_capacity_isolation = false;
@@ -51,6 +85,30 @@ pub fn node_server(base: &KubeletServer, name: &str, state_dir: &Path) -> Arc<Ku
     config.tls_cert_file.clear();
     config.tls_private_key_file.clear();
     KubeletServer::new(flags, config, base.feature_gate.clone())
+}
+
+/// Node `name`'s clients: over the shared transport, or its own with its
+/// own credentials (bootstrapped first when it has none yet). A node that
+/// loses its client certificate stops talking to the API server; it does
+/// not end the process (a real kubelet would exit).
+async fn node_clients(
+    shared: &Shared,
+    server: &KubeletServer,
+    name: &str,
+) -> Result<KubeClients, HollowError> {
+    let params = ClientParams::from_server(server, name);
+    let clock = shared.clock.clone();
+    Ok(match &shared.credentials {
+        Credentials::Shared(transport) => transport.clients(&params, clock)?,
+        Credentials::PerNode => {
+            let node = name.to_string();
+            build_clients_with_clock(&params, clock)
+                .await?
+                .with_fatal_hook(Arc::new(move |reason| {
+                    tracing::error!(node = %node, reason, "Hollow node has no valid client certificate");
+                }))
+        }
+    })
 }
 
 /// Builds and starts hollow node number `n` on `tasks`.
@@ -68,9 +126,7 @@ pub async fn start_node(shared: &Shared, n: u32, tasks: &TaskSet) -> Result<Runn
         &machine.fs_info(&root)?,
     ));
 
-    let clients = shared
-        .transport
-        .clients(&ClientParams::from_server(&server, &name), clock.clone())?;
+    let clients = node_clients(shared, &server, &name).await?;
     let recorder = ApiEventRecorder::new(&name, clock.clone());
     recorder.start(tasks, Arc::new(KubeEventSink::new(clients.events.clone())));
     let birth_cry = NodeEvents::new(recorder.clone(), &name);
@@ -141,5 +197,45 @@ mod tests {
             "{}",
             s.config.tls_cert_file
         );
+    }
+
+    #[test]
+    fn node_credentials_table() {
+        // (--kubeconfig, --bootstrap-kubeconfig, per node, node's kubeconfig, node's bootstrap)
+        let cases = [
+            ("/k", "", false, "/k", ""),
+            ("/creds/{node}.conf", "", true, "/creds/hollow-3.conf", ""),
+            ("/k", "/b", true, "/state/hollow-3/kubeconfig", "/b"),
+            (
+                "/creds/{node}.conf",
+                "/tokens/{node}.conf",
+                true,
+                "/creds/hollow-3.conf",
+                "/tokens/hollow-3.conf",
+            ),
+        ];
+        for (kubeconfig, bootstrap, per_node, want_kc, want_b) in cases {
+            let flags = crate::apis::config::flags::KubeletFlags {
+                kubeconfig: kubeconfig.into(),
+                bootstrap_kubeconfig: bootstrap.into(),
+                ..Default::default()
+            };
+            let base = KubeletServer::new(
+                flags,
+                crate::apis::config::types::KubeletConfiguration::v1beta1_defaults(),
+                Default::default(),
+            );
+            assert_eq!(
+                Credentials::per_node(&base),
+                per_node,
+                "{kubeconfig} {bootstrap}"
+            );
+            let s = node_server(&base, "hollow-3", Path::new("/state"));
+            assert_eq!(s.flags.kubeconfig, want_kc, "{kubeconfig} {bootstrap}");
+            assert_eq!(
+                s.flags.bootstrap_kubeconfig, want_b,
+                "{kubeconfig} {bootstrap}"
+            );
+        }
     }
 }

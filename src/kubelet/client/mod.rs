@@ -25,7 +25,10 @@ pub mod ratelimit;
 pub(crate) mod testing;
 pub mod timeout;
 
-pub use clients::{ClientParams, HeartbeatFailureFn, KubeClients, SharedTransport, build_clients};
+pub use clients::{
+    ClientParams, HeartbeatFailureFn, KubeClients, SharedTransport, build_clients,
+    build_clients_with_clock,
+};
 pub use connector::ConnTracker;
 
 use std::path::PathBuf;

@@ -416,6 +416,35 @@ impl TestApi {
         }
     }
 
+    /// Approves, until aborted, the kubelet client CSRs that bootstrap
+    /// identities submit (what a cluster's CSR approver does for them).
+    pub async fn approve_bootstrap_csrs(&self) {
+        use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
+        loop {
+            for csr in self.list::<Csr>(None).await {
+                let pending = csr
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_none_or(|c| c.is_empty());
+                let by_bootstrapper = csr
+                    .spec
+                    .username
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("system:bootstrap:"));
+                if pending
+                    && by_bootstrapper
+                    && csr.spec.signer_name == "kubernetes.io/kube-apiserver-client-kubelet"
+                {
+                    self.track_for_cleanup(&csr).await;
+                    self.approve_csr(csr.metadata.name.as_deref().unwrap_or_default())
+                        .await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Approves a CSR through the approval subresource with the admin client
     /// (nothing to do when a real cluster's approver got there first).
     pub async fn approve_csr(&self, name: &str) {
