@@ -102,9 +102,9 @@ pub async fn shared(
     let credentials = if Credentials::per_node(&base) {
         Credentials::PerNode
     } else {
-        Credentials::Shared(
+        Credentials::Shared(Box::new(
             SharedTransport::from_kubeconfig(Path::new(&base.flags.kubeconfig)).await?,
-        )
+        ))
     };
     let node_ips = default_node_ips(&base).await?;
     let dir = options.state_dir.clone();

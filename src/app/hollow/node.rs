@@ -33,7 +33,7 @@ pub const NODE_PLACEHOLDER: &str = "{node}";
 /// Whose identity each node's clients carry.
 pub enum Credentials {
     /// One kubeconfig, one identity, one connection pool for every node.
-    Shared(SharedTransport),
+    Shared(Box<SharedTransport>),
     /// Each node its own kubeconfig (a token or client certificate per
     /// node, or its own TLS bootstrap), its own connections and, with
     /// `rotateCertificates`, its own certificate rotation.

@@ -205,7 +205,8 @@ mod tests {
 
     #[test]
     fn pull_error_table() {
-        let cases: [(&[(&str, &str)], Option<&str>); 3] = [
+        type Annotations<'a> = &'a [(&'a str, &'a str)];
+        let cases: [(Annotations, Option<&str>); 3] = [
             (&[], None),
             (&[("hollow.kubelet-rs.io/pull-error", "  ")], None),
             (
