@@ -233,6 +233,7 @@ struct MainSetup {
     client_ca: Option<String>,
     min_version: &'static str,
     authorizer: Arc<dyn Authorizer>,
+    handshake_timeout: Option<Duration>,
 }
 
 impl Default for MainSetup {
@@ -242,6 +243,7 @@ impl Default for MainSetup {
             client_ca: None,
             min_version: "",
             authorizer: Arc::new(AlwaysAllowAuthorizer),
+            handshake_timeout: None,
         }
     }
 }
@@ -282,7 +284,10 @@ async fn start_main(setup: MainSetup) -> RunningMain {
     .unwrap();
     let auth = KubeletAuth::new(authn, setup.authorizer, HOST);
     let h = handlers();
-    let server = main_server("127.0.0.1", 0, main_router_with_whoami(&h), tls, auth);
+    let mut server = main_server("127.0.0.1", 0, main_router_with_whoami(&h), tls, auth);
+    if let Some(d) = setup.handshake_timeout {
+        server = server.with_handshake_timeout(d);
+    }
     let bound = server.bind().await.unwrap();
     let addr = bound.local_addr();
     let tasks = TaskSet::new();
@@ -743,4 +748,76 @@ async fn shutdown_through_the_task_set_within_one_second() {
         .unwrap()
         .unwrap();
     assert!(cut, "the never-ending request ends with the connection");
+}
+
+/// Clients that connect to 10250 and never finish a TLS handshake (silent,
+/// or a record header and then nothing) are dropped once the handshake
+/// bound passes, and never keep anyone else out: healthz over TLS answers
+/// while hundreds of them wait. The figures are printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_tls_handshakes_are_dropped_after_the_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const STALLED: usize = 600;
+    let bound = Duration::from_secs(2);
+    let m = start_main(MainSetup {
+        handshake_timeout: Some(bound),
+        ..Default::default()
+    })
+    .await;
+    let mut stalled = Vec::with_capacity(STALLED);
+    for i in 0..STALLED {
+        let mut s = TcpStream::connect(m.addr).await.expect("connect");
+        if i % 6 == 0 {
+            // A handshake record header announcing 512 bytes, and one byte.
+            s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+                .await
+                .expect("write");
+        }
+        stalled.push((Instant::now(), s));
+    }
+
+    let cfg = client_config(&m.roots, None, &[&rustls::version::TLS13], false);
+    let t = Instant::now();
+    let answer = https_get(m.addr, cfg.clone(), "/healthz").await;
+    let healthz = t.elapsed();
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert!(
+        healthz < bound,
+        "healthz took {healthz:?} behind stalled handshakes"
+    );
+
+    // Each stalled connection is closed by the server (EOF or reset), not
+    // before the bound, and soon after it.
+    let mut held = Vec::with_capacity(STALLED);
+    for (opened, s) in &mut stalled {
+        let deadline = *opened + bound + Duration::from_secs(5);
+        let mut buf = [0u8; 256];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, s.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(_)) => continue,
+                Err(_) => panic!(
+                    "a stalled handshake was still open {:?} after it connected",
+                    opened.elapsed()
+                ),
+            }
+        }
+        held.push(opened.elapsed());
+    }
+    held.sort();
+    let (first, last) = (held[0], held[STALLED - 1]);
+    eprintln!(
+        "{STALLED} stalled TLS handshakes (bound {bound:?}): healthz over TLS in {healthz:?}; closed after {first:?} .. {last:?}"
+    );
+    assert!(
+        first >= bound - Duration::from_millis(100),
+        "closed early: {first:?}"
+    );
+    // And the server still serves.
+    assert_eq!(
+        https_get(m.addr, cfg, "/healthz").await.status,
+        StatusCode::OK
+    );
+    stop(m.tasks).await;
 }

@@ -91,12 +91,26 @@ pub async fn bind_tcp(host: &str, port: u16) -> io::Result<TcpListener> {
     }
 }
 
+/// How long a client may take to complete its TLS handshake before the
+/// connection is dropped. A handshake is a few round trips; Go bounds it
+/// only by its 4 h read timeout, which lets clients that connect and send
+/// nothing (or half a ClientHello) hold a connection and its memory for
+/// hours.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The TLS side of a listener.
+pub(crate) struct TlsAccept {
+    pub acceptor: TlsAcceptor,
+    /// [`TLS_HANDSHAKE_TIMEOUT`] unless the server was built with another.
+    pub handshake_timeout: Duration,
+}
+
 /// Runs the accept loop until `tasks` is cancelled; each connection is a
 /// task on `tasks`.
 pub(crate) async fn accept_loop(
     name: &'static str,
     listener: TcpListener,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Arc<TlsAccept>>,
     service: Arc<KubeletService>,
     tasks: TaskSet,
 ) {
@@ -139,13 +153,16 @@ pub(crate) async fn accept_loop(
                     };
                     serve_connection(stream, info, service, token).await;
                 }
-                Some(acceptor) => {
+                Some(tls) => {
                     let handshake = tokio::select! {
                         _ = token.cancelled() => return,
-                        res = acceptor.accept(stream) => res,
+                        res = tokio::time::timeout(tls.handshake_timeout, tls.acceptor.accept(stream)) => res,
                     };
                     match handshake {
-                        Ok(tls_stream) => {
+                        Err(_) => {
+                            crate::vlog!(2, server = name, remote = %peer, timeout = ?tls.handshake_timeout, "TLS handshake timed out; closing the connection");
+                        }
+                        Ok(Ok(tls_stream)) => {
                             let peer_certificates = tls_stream
                                 .get_ref()
                                 .1
@@ -158,7 +175,7 @@ pub(crate) async fn accept_loop(
                             };
                             serve_connection(tls_stream, info, service, token).await;
                         }
-                        Err(err) => {
+                        Ok(Err(err)) => {
                             crate::vlog!(2, server = name, remote = %peer, error = %err, "TLS handshake error");
                         }
                     }

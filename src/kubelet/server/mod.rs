@@ -30,6 +30,7 @@ pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
 use rustls::ServerConfig;
@@ -149,6 +150,7 @@ pub struct HttpServer {
     port: u16,
     router: Router,
     tls: Option<Arc<ServerConfig>>,
+    handshake_timeout: Duration,
     auth: Option<KubeletAuth>,
     server_type: Option<&'static str>,
 }
@@ -174,9 +176,17 @@ impl HttpServer {
             port,
             router,
             tls: None,
+            handshake_timeout: listen::TLS_HANDSHAKE_TIMEOUT,
             auth: None,
             server_type: None,
         }
+    }
+
+    /// How long a TLS client may take to finish its handshake (default
+    /// [`listen::TLS_HANDSHAKE_TIMEOUT`]).
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
     }
 
     /// Records request metrics under `server_type` (`readwrite`, `readonly`).
@@ -222,7 +232,12 @@ impl HttpServer {
             name: self.name,
             listener,
             local_addr,
-            tls: self.tls.map(TlsAcceptor::from),
+            tls: self.tls.map(|config| {
+                Arc::new(listen::TlsAccept {
+                    acceptor: TlsAcceptor::from(config),
+                    handshake_timeout: self.handshake_timeout,
+                })
+            }),
             service: Arc::new({
                 let service = KubeletService::new(self.router, self.auth);
                 match self.server_type {
@@ -239,7 +254,7 @@ pub struct BoundServer {
     name: &'static str,
     listener: TcpListener,
     local_addr: SocketAddr,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Arc<listen::TlsAccept>>,
     service: Arc<KubeletService>,
 }
 
