@@ -591,10 +591,23 @@ async fn serving_certificate_from_a_kubelet_serving_csr() {
     assert_eq!(subject.organizations, vec!["system:nodes"]);
     assert!(subject.dns_names.contains(&node), "{subject:?}");
     assert!(subject.ip_addresses.contains(&ip), "{subject:?}");
-    // Not approved yet: no certificate to serve.
+    // Not approved yet: no certificate to serve, and the metrics say so.
     assert!(
         handshake(node.clone()).await.is_err(),
         "no serving certificate before the CSR is issued"
+    );
+    let metric = |name: &str| {
+        kubelet::metrics::render_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
+    };
+    assert_eq!(
+        metric("kubelet_certificate_manager_server_ttl_seconds").as_deref(),
+        Some("+Inf")
+    );
+    assert_eq!(
+        metric("kubelet_server_expiration_renew_errors").as_deref(),
+        Some("0")
     );
 
     api.approve_csr(csr.metadata.name.as_deref().unwrap_or_default())
@@ -624,6 +637,11 @@ async fn serving_certificate_from_a_kubelet_serving_csr() {
         !dirs.path("pki/kubelet.crt").exists(),
         "no self-signed pair under serverTLSBootstrap"
     );
+    // The serving certificate's time to live, in seconds, read at scrape time.
+    let ttl: f64 = metric("kubelet_certificate_manager_server_ttl_seconds")
+        .and_then(|v| v.parse().ok())
+        .expect("server TTL gauge");
+    assert!(ttl.is_finite() && ttl > 0.0, "{ttl}");
     kubelet.stop().await.expect("kubelet stops cleanly");
     api.cleanup().await;
 }

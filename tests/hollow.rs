@@ -96,6 +96,35 @@ fn waiting(p: &Pod) -> Option<String> {
         .clone()
 }
 
+/// (reason, message) of the events about pod `name`.
+async fn events_of(api: &TestApi, ns: &str, name: &str) -> Vec<(String, String)> {
+    api.list::<Event>(Some(ns))
+        .await
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
+}
+
+/// Until the events about pod `name` satisfy `want` (events are written on
+/// their own budget, after the changes they tell of).
+async fn wait_events(
+    api: &TestApi,
+    ns: &str,
+    name: &str,
+    want: impl Fn(&[(String, String)]) -> bool,
+) {
+    let seen = support::eventually(Duration::from_secs(30), || async {
+        want(&events_of(api, ns, name).await).then_some(())
+    })
+    .await;
+    assert!(
+        seen.is_some(),
+        "{name}: {:?}",
+        events_of(api, ns, name).await
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_hollow_nodes_run_their_pods() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -221,7 +250,25 @@ async fn twenty_hollow_nodes_run_their_pods() {
     // the node's IP, one running container.
     for name in &batch.names {
         let pod: Pod = api.get(Some(&ns), name).await.expect("pod");
-        assert!(rig::pod_running(&pod), "{name}: {:?}", pod.status);
+        if !rig::pod_running(&pod) {
+            let writes: Vec<String> = api
+                .requests()
+                .unwrap_or_default()
+                .iter()
+                .filter(|r| r.name.as_deref() == Some(name.as_str()) && r.method != "GET")
+                .map(|r| {
+                    format!(
+                        "{:?} {} {} {} {}",
+                        r.at,
+                        r.method,
+                        r.path,
+                        r.status,
+                        String::from_utf8_lossy(&r.body)
+                    )
+                })
+                .collect();
+            panic!("{name}: {:?}\nwrites: {writes:#?}", pod.status);
+        }
         let status = pod.status.as_ref().expect("status");
         assert!(
             status
@@ -255,19 +302,12 @@ async fn twenty_hollow_nodes_run_their_pods() {
         })
         .await;
     assert!(unhealthy.status.is_some());
-    let reasons: Vec<(String, String)> = api
-        .list::<Event>(Some(&ns))
-        .await
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some("unhealthy"))
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect();
-    assert!(
-        reasons
+    wait_events(&api, &ns, "unhealthy", |events| {
+        events
             .iter()
-            .any(|(r, m)| r == "Unhealthy" && m.starts_with("Liveness probe failed")),
-        "{reasons:?}"
-    );
+            .any(|(r, m)| r == "Unhealthy" && m.starts_with("Liveness probe failed"))
+    })
+    .await;
     // ErrImagePull in the status until the next resync after the back-off
     // began (as Go: a back-off is not a sync error); the events show both.
     api.wait_for::<Pod>(Some(&ns), "unpullable", Duration::from_secs(30), |p| {
@@ -277,24 +317,13 @@ async fn twenty_hollow_nodes_run_their_pods() {
         )
     })
     .await;
-    let pull_events = || async {
-        api.list::<Event>(Some(&ns))
-            .await
-            .into_iter()
-            .filter(|e| e.involved_object.name.as_deref() == Some("unpullable"))
-            .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-            .collect::<Vec<_>>()
-    };
-    let both = support::eventually(Duration::from_secs(30), || async {
-        let events = pull_events().await;
+    wait_events(&api, &ns, "unpullable", |events| {
         let failed = events
             .iter()
             .any(|(r, m)| r == "Failed" && m.contains("manifest unknown"));
-        let backoff = events.iter().any(|(r, _)| r == "BackOff");
-        (failed && backoff).then_some(())
+        failed && events.iter().any(|(r, _)| r == "BackOff")
     })
     .await;
-    assert!(both.is_some(), "{:?}", pull_events().await);
 
     // Steady state: every Lease renewed; on the double, the cadence. It
     // begins once every node has reported the images its pods pulled, the

@@ -9,6 +9,7 @@ pub mod constant;
 pub mod gauge;
 pub mod kubelet;
 pub mod kubelet_admission;
+pub mod kubelet_certificates;
 pub mod library_families;
 pub mod process;
 pub mod text;

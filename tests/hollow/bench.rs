@@ -125,9 +125,11 @@ async fn hollow_bench() {
     // Let the batch's status and event writes drain before the window.
     tokio::time::sleep(Duration::from_secs(15)).await;
     let _ = api.clear_requests();
+    let changes = rig::ChangeCounter::start(&api, &names).await;
     let (cpu0, t0) = (cpu(pid), Instant::now());
     tokio::time::sleep(steady).await;
     let (cpu1, window) = (cpu(pid), t0.elapsed());
+    let (lease_writes, node_writes) = changes.stop();
     let rss_pods = rss(pid);
     println!(
         "RSS with the pods: {:.1} MiB ({:.2} MiB per node)",
@@ -139,6 +141,29 @@ async fn hollow_bench() {
         "steady CPU over {window:.0?}: {:.1}% of a core in total, {:.3}% per node",
         used * 100.0,
         used * 100.0 / nodes as f64
+    );
+    // As the API server's watch saw them (real server or double).
+    let minutes = window.as_secs_f64() / 60.0;
+    let per_node_rate = |m: &std::collections::HashMap<String, u64>| {
+        let mut rates: Vec<f64> = names
+            .iter()
+            .map(|n| m.get(n).copied().unwrap_or(0) as f64 / minutes)
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        let mean = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+        (
+            mean,
+            rates.first().copied().unwrap_or(0.0),
+            rates.last().copied().unwrap_or(0.0),
+        )
+    };
+    let (mean, min, max) = per_node_rate(&lease_writes);
+    println!(
+        "Lease renewals per node per minute (watched): mean {mean:.2}, min {min:.2}, max {max:.2} (a Go kubelet: 6.00)"
+    );
+    let (mean, min, max) = per_node_rate(&node_writes);
+    println!(
+        "Node object writes per node per minute (watched): mean {mean:.2}, min {min:.2}, max {max:.2}"
     );
     match api.requests() {
         Ok(log) => {

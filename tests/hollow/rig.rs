@@ -282,3 +282,70 @@ pub fn count(log: &[RequestRecord], nodes: &[String]) -> Counts {
     }
     c
 }
+
+/// Counts, from the API server's watch, the writes to the named nodes'
+/// Leases and Node objects while it runs: what the heartbeats cost as the
+/// server saw them (works on a real kube-apiserver, where the request log
+/// of the double is not available). Abort the handle and read the counts.
+pub struct ChangeCounter {
+    pub leases: Arc<Mutex<HashMap<String, u64>>>,
+    pub nodes: Arc<Mutex<HashMap<String, u64>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl ChangeCounter {
+    pub async fn start(api: &TestApi, names: &[String]) -> Self {
+        let wanted: Arc<std::collections::HashSet<String>> =
+            Arc::new(names.iter().cloned().collect());
+        let client = api.admin_client().await;
+        let leases: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+        let nodes: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+        let lease_api: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+        let node_api: Api<Node> = Api::all(client);
+        let t1 = tokio::spawn(count_changes(lease_api, wanted.clone(), leases.clone()));
+        let t2 = tokio::spawn(count_changes(node_api, wanted, nodes.clone()));
+        ChangeCounter {
+            leases,
+            nodes,
+            tasks: vec![t1, t2],
+        }
+    }
+
+    /// Stops counting; (Lease writes, Node writes) per node.
+    pub fn stop(self) -> (HashMap<String, u64>, HashMap<String, u64>) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let take = |m: &Arc<Mutex<HashMap<String, u64>>>| {
+            m.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        };
+        (take(&self.leases), take(&self.nodes))
+    }
+}
+
+async fn count_changes<K>(
+    api: Api<K>,
+    wanted: Arc<std::collections::HashSet<String>>,
+    counts: Arc<Mutex<HashMap<String, u64>>>,
+) where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let mut w = watcher::watcher(api, watcher::Config::default()).boxed();
+    let mut started = false;
+    while let Some(ev) = w.next().await {
+        match ev {
+            Ok(watcher::Event::InitDone) => started = true,
+            Ok(watcher::Event::Apply(o)) if started => {
+                let name = o.meta().name.clone().unwrap_or_default();
+                if wanted.contains(&name) {
+                    *counts
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .entry(name)
+                        .or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -27,7 +27,7 @@ use crate::apis::config::server::KubeletServer;
 use crate::kubelet::client::SharedTransport;
 use crate::util::clock::{Clock, RealClock};
 use crate::util::lifecycle::TaskSet;
-pub use node::{Credentials, Shared, node_server, start_node};
+pub use node::{Credentials, RuntimeFactory, Shared, memory_runtimes, node_server, start_node};
 pub use options::{HollowOptions, OptionsError};
 
 /// Why the hollow nodes could not run.
@@ -115,6 +115,7 @@ pub async fn shared(
         base,
         options,
         credentials,
+        runtimes: node::memory_runtimes(),
         node_ips,
         clock,
     })

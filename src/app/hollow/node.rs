@@ -49,12 +49,25 @@ impl Credentials {
     }
 }
 
+/// Makes hollow node `index`'s CRI services (its clock, its directory for
+/// the image filesystem): the in-memory runtime unless replaced (tests put
+/// a fault-injecting layer over it).
+pub type RuntimeFactory = Arc<
+    dyn Fn(u32, Arc<dyn Clock>, std::path::PathBuf) -> crate::cri::RuntimeServices + Send + Sync,
+>;
+
+/// Each node's in-memory runtime and image service.
+pub fn memory_runtimes() -> RuntimeFactory {
+    Arc::new(memory_runtime_services)
+}
+
 /// What every hollow node of the process shares.
 pub struct Shared {
     /// The configuration the command line gave (before per-node changes).
     pub base: Arc<KubeletServer>,
     pub options: HollowOptions,
     pub credentials: Credentials,
+    pub runtimes: RuntimeFactory,
     pub node_ips: Vec<IpAddr>,
     pub clock: Arc<dyn Clock>,
 }
@@ -141,7 +154,7 @@ pub async fn start_node(shared: &Shared, n: u32, tasks: &TaskSet) -> Result<Runn
         node_name: name.clone(),
         hostname: name.clone(),
         node_ips: shared.node_ips.clone(),
-        runtime_services: memory_runtime_services(index, clock.clone(), root.clone()),
+        runtime_services: (shared.runtimes)(index, clock.clone(), root.clone()),
         container_manager,
         clock,
         pod_logs_root: root.join("logs").join("pods"),

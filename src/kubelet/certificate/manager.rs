@@ -50,6 +50,16 @@ impl Template {
 }
 
 /// What the manager is built from.
+/// Which of the kubelet's certificate families a manager feeds (Go
+/// registers them for its client and serving managers only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exported {
+    /// `kubelet_certificate_manager_client_*`.
+    Client,
+    /// `kubelet_certificate_manager_server_*`, `kubelet_server_expiration_renew_errors`.
+    Server,
+}
+
 pub struct ManagerConfig {
     pub template: Template,
     pub signer_name: String,
@@ -59,6 +69,8 @@ pub struct ManagerConfig {
     /// until the first rotation, which happens at once.
     pub bootstrap_pair: Option<(Vec<u8>, Vec<u8>)>,
     pub clock: Arc<dyn Clock>,
+    /// The metric families this manager feeds, if any.
+    pub exported: Option<Exported>,
 }
 
 /// The kubelet's client certificate manager.
@@ -74,6 +86,7 @@ pub struct CertificateManager {
     server_healthy: std::sync::atomic::AtomicBool,
     force_rotation: std::sync::atomic::AtomicBool,
     rotations: Mutex<u64>,
+    exported: Option<Exported>,
 }
 
 impl std::fmt::Debug for CertificateManager {
@@ -116,7 +129,8 @@ impl CertificateManager {
             }
             (None, None) => (None, true),
         };
-        Ok(Arc::new(CertificateManager {
+        let exported = config.exported;
+        let manager = Arc::new(CertificateManager {
             template: config.template,
             last_requested: Mutex::new(None),
             signer_name: config.signer_name,
@@ -127,7 +141,37 @@ impl CertificateManager {
             server_healthy: std::sync::atomic::AtomicBool::new(false),
             force_rotation: std::sync::atomic::AtomicBool::new(force),
             rotations: Mutex::new(0),
-        }))
+            exported,
+        });
+        if let Some(kind) = exported {
+            manager.export_ttl(kind);
+        }
+        Ok(manager)
+    }
+
+    /// Registers the time-to-live gauge of `kind` over this manager's
+    /// current certificate, read at each scrape.
+    fn export_ttl(self: &Arc<Self>, kind: Exported) {
+        use crate::metrics::kubelet_certificates as m;
+        let weak = Arc::downgrade(self);
+        let expiry: m::Expiry = Arc::new(move || weak.upgrade()?.current().map(|c| c.not_after));
+        let clock = self.clock.clone();
+        let now = Arc::new(move || clock.now());
+        match kind {
+            Exported::Client => m::register_client_ttl(expiry, now),
+            Exported::Server => m::register_server_ttl(expiry, now),
+        }
+        // The renewal error counters show from the start, at 0.
+        self.count_renew_error(0.0);
+    }
+
+    fn count_renew_error(&self, n: f64) {
+        use crate::metrics::kubelet_certificates as m;
+        match self.exported {
+            Some(Exported::Client) => m::client_renew_errors().add(&[], n),
+            Some(Exported::Server) => m::server_renew_errors().add(&[], n),
+            None => {}
+        }
     }
 
     /// The current pair; `None` when there is none or it has expired.
@@ -260,8 +304,17 @@ impl CertificateManager {
     }
 
     /// One rotation over `clients`: new key, CSR, wait for the certificate,
-    /// store it, use it. `false` when it did not succeed (logged).
+    /// store it, use it. `false` when it did not succeed (logged, and
+    /// counted as a renewal error).
     pub async fn rotate_certs(&self, clients: &CsrClients) -> bool {
+        let rotated = self.try_rotate(clients).await;
+        if !rotated {
+            self.count_renew_error(1.0);
+        }
+        rotated
+    }
+
+    async fn try_rotate(&self, clients: &CsrClients) -> bool {
         crate::vlog!(2, signer = %self.signer_name, "Rotating certificates");
         let Some(subject) = self.template.get() else {
             tracing::error!(signer = %self.signer_name, "Unable to create a csr, no template available");
@@ -323,7 +376,20 @@ impl CertificateManager {
         };
         self.server_healthy
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        *self.cert.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(pair));
+        let old = self
+            .cert
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(Arc::new(pair));
+        if let (Some(old), Some(Exported::Server)) = (old, self.exported) {
+            let lived = self
+                .clock
+                .now()
+                .duration_since(old.not_before)
+                .unwrap_or_default();
+            crate::metrics::kubelet_certificates::server_rotation()
+                .observe(&[], lived.as_secs_f64());
+        }
         *self.rotations.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         true
     }
@@ -494,6 +560,7 @@ mod tests {
             store,
             bootstrap_pair: bootstrap.map(|(c, k)| (c.into_bytes(), k.into_bytes())),
             clock: Arc::new(RealClock),
+            exported: None,
         })
         .await
         .unwrap()

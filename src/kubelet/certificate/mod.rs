@@ -15,7 +15,7 @@ pub mod store;
 
 pub use bootstrap::{BootstrapParams, load_client_cert, load_client_config};
 pub use csr::{CsrRequest, KUBELET_CLIENT_SIGNER, kubelet_client_usages};
-pub use manager::{CertificateManager, CsrClients, ManagerConfig, Template};
+pub use manager::{CertificateManager, CsrClients, Exported, ManagerConfig, Template};
 pub use pem::KeyPair;
 pub use store::FileStore;
 

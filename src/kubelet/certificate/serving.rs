@@ -14,7 +14,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::NodeAddress;
 
 use super::csr::{CsrSubject, KUBELET_SERVING_SIGNER, kubelet_serving_usages};
-use super::manager::{CertificateManager, ManagerConfig, Template};
+use super::manager::{CertificateManager, Exported, ManagerConfig, Template};
 use super::store::FileStore;
 use super::{CertificateError, blocking};
 use crate::util::clock::Clock;
@@ -98,6 +98,7 @@ pub async fn serving_manager(
         store,
         bootstrap_pair: None,
         clock,
+        exported: Some(Exported::Server),
     })
     .await
 }

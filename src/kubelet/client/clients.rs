@@ -20,7 +20,7 @@ use crate::apis::config::server::KubeletServer;
 use crate::kubelet::certificate::bootstrap::{self, BootstrapParams, CLIENT_PAIR_PREFIX};
 use crate::kubelet::certificate::csr::{CsrSubject, KUBELET_CLIENT_SIGNER, kubelet_client_usages};
 use crate::kubelet::certificate::{
-    CertificateManager, CsrClients, FileStore, ManagerConfig, Template,
+    CertificateManager, CsrClients, Exported, FileStore, ManagerConfig, Template,
 };
 use crate::util::clock::{Clock, RealClock};
 use crate::util::lifecycle::{Period, TaskSet};
@@ -228,6 +228,7 @@ pub async fn build_clients_with_clock(
             store,
             bootstrap_pair: rc.initial_pair.clone(),
             clock: clock.clone(),
+            exported: Some(Exported::Client),
         })
         .await?;
         let bootstrap_client = kube::Client::try_from(rc.cert_config.clone()).map_err(build_err)?;

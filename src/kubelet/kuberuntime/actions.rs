@@ -378,10 +378,46 @@ pub fn compute_pod_actions(
             },
         );
     }
+    stop_older_running_instances(containers, status, &mut changes);
     if keep_count == 0 && changes.containers_to_start.is_empty() {
         changes.kill_pod = true;
     }
     changes
+}
+
+/// Stops a container that still runs while a newer instance of the same
+/// spec container exists (a runtime that once reported it exited when it
+/// was not, so the kubelet started another). Go keeps such a container
+/// running, unseen, until the pod goes; a pod has one instance of each
+/// container, so the older ones are stopped.
+fn stop_older_running_instances(
+    containers: &[Container],
+    status: &PodStatus,
+    changes: &mut PodActions,
+) {
+    for container in containers {
+        let older_running = status
+            .container_statuses
+            .iter()
+            .filter(|s| s.name == container.name)
+            .skip(1)
+            .filter(|s| s.state == ContainerState::Running);
+        for s in older_running {
+            crate::vlog!(2, container = %container.name, container_id = %s.id, "Stopping an older instance of a container that still runs");
+            changes.containers_to_kill.insert(
+                s.id.clone(),
+                ContainerToKill {
+                    name: s.name.clone(),
+                    container: container.clone(),
+                    message: format!(
+                        "Container {} has a newer instance, the older one is stopped",
+                        container.name
+                    ),
+                    reason: KillReason::Unknown,
+                },
+            );
+        }
+    }
 }
 
 /// The ephemeral container at `idx` as a container (for starting it).

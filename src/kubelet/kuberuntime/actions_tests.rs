@@ -714,3 +714,57 @@ fn newest_status_decides() {
         .push(status_of(&foo1, "old", ContainerState::Exited, 1, 100));
     check("newest instance succeeded", &pod, &s, &[], Want::noop());
 }
+
+#[test]
+fn an_older_instance_that_still_runs_is_stopped() {
+    // (newest instance's state, older instance's state, to start, to kill)
+    let cases: [(ContainerState, ContainerState, Vec<usize>, Vec<&str>); 4] = [
+        // The newest runs and so does an older one: the older is stopped.
+        (
+            ContainerState::Running,
+            ContainerState::Running,
+            vec![],
+            vec!["old"],
+        ),
+        // The newest exited, the older still runs: the older is stopped, a
+        // new instance started (Always).
+        (
+            ContainerState::Exited,
+            ContainerState::Running,
+            vec![0],
+            vec!["old"],
+        ),
+        // An older instance that exited is left to garbage collection.
+        (
+            ContainerState::Running,
+            ContainerState::Exited,
+            vec![],
+            vec![],
+        ),
+        (
+            ContainerState::Running,
+            ContainerState::Created,
+            vec![],
+            vec![],
+        ),
+    ];
+    let pod = pod_with("Always", json!({}));
+    let foo1 = spec_containers(&pod)[0].clone();
+    for (newest, older, start, kill) in cases {
+        let mut s = running_status(&pod);
+        set(&mut s, "foo1", newest, 1);
+        s.container_statuses
+            .push(status_of(&foo1, "old", older, 0, 100));
+        check(
+            &format!("newest {newest:?}, older {older:?}"),
+            &pod,
+            &s,
+            &[],
+            Want {
+                start,
+                kill,
+                ..Want::noop()
+            },
+        );
+    }
+}
