@@ -143,6 +143,10 @@ async fn leftovers(index: u32, services: &RuntimeServices, long_running: &[Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubelets_survive_random_cri_answers_and_converge_after() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    if let Ok(v) = std::env::var("HOLLOW_LOG_V") {
+        kubelet::logs::init_default();
+        kubelet::logs::set_verbosity(v.parse().unwrap_or(2));
+    }
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         PANICS.fetch_add(1, Ordering::SeqCst);
@@ -252,7 +256,11 @@ async fn kubelets_survive_random_cri_answers_and_converge_after() {
         for n in &long_running {
             match api.get::<Pod>(Some(&ns), n).await {
                 Some(p) if ready(&p) => {}
-                other => v.push(format!("{n}: {:?}", other.and_then(|p| p.status))),
+                other => v.push(format!(
+                    "{n}: {:?}\nwrites: {:#?}",
+                    other.and_then(|p| p.status),
+                    api.writes_to(n)
+                )),
             }
         }
         v

@@ -251,22 +251,7 @@ async fn twenty_hollow_nodes_run_their_pods() {
     for name in &batch.names {
         let pod: Pod = api.get(Some(&ns), name).await.expect("pod");
         if !rig::pod_running(&pod) {
-            let writes: Vec<String> = api
-                .requests()
-                .unwrap_or_default()
-                .iter()
-                .filter(|r| r.name.as_deref() == Some(name.as_str()) && r.method != "GET")
-                .map(|r| {
-                    format!(
-                        "{:?} {} {} {} {}",
-                        r.at,
-                        r.method,
-                        r.path,
-                        r.status,
-                        String::from_utf8_lossy(&r.body)
-                    )
-                })
-                .collect();
+            let writes = api.writes_to(name);
             panic!("{name}: {:?}\nwrites: {writes:#?}", pod.status);
         }
         let status = pod.status.as_ref().expect("status");

@@ -126,7 +126,7 @@ impl ImageService for RemoteImageService {
             tracing::error!(error = %e, image = %image.image, "Get ImageStatus from image service failed")
         })?;
         if let Some(found) = resp.image.as_ref()
-            && (found.id.is_empty() || found.size == 0)
+            && !super::verify::image_is_complete(found)
         {
             let err = CriError::InvalidResponse {
                 endpoint: self.endpoint.clone(),

@@ -31,6 +31,12 @@ pub fn verify_sandbox_status(status: &api::PodSandboxStatus) -> Result<(), Missi
     Ok(())
 }
 
+/// An image a runtime reports needs an id and a size (the kubelet keys
+/// containers' image references and image GC on them).
+pub fn image_is_complete(found: &api::Image) -> bool {
+    !found.id.is_empty() && found.size != 0
+}
+
 /// A container status needs an id, a name, a creation time and its image.
 pub fn verify_container_status(status: &api::ContainerStatus) -> Result<(), MissingField> {
     if status.id.is_empty() {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kubelet::cri::api;
 use kubelet::cri::service::{ExecSyncOutput, ImageService, Result, RuntimeService};
-use kubelet::cri::verify::{verify_container_status, verify_sandbox_status};
+use kubelet::cri::verify::{self, verify_container_status, verify_sandbox_status};
 use kubelet::cri::{CriError, RuntimeServices};
 
 const ENDPOINT: &str = "chaos://hollow";
@@ -494,14 +494,29 @@ impl ImageService for ChaosImages {
         self.layer.fail("ImageStatus")?;
         let mut resp = self.inner.image_status(image, verbose).await?;
         if let Some(mut r) = self.layer.bend() {
-            match r.below(2) {
+            match r.below(3) {
                 0 => resp.image = None,
+                1 => {
+                    if let Some(i) = resp.image.as_mut() {
+                        i.size = 0;
+                    }
+                }
                 _ => {
                     if let Some(i) = resp.image.as_mut() {
                         i.id = r.string();
                     }
                 }
             }
+        }
+        // Checked as the remote client checks it.
+        if let Some(found) = &resp.image
+            && !verify::image_is_complete(found)
+        {
+            return Err(CriError::InvalidResponse {
+                endpoint: ENDPOINT.into(),
+                rpc: "ImageStatus",
+                reason: format!("Id or size of image {:?} is not set", image.image),
+            });
         }
         Ok(resp)
     }

@@ -168,6 +168,15 @@ impl RuntimeService for MemoryRuntime {
         };
         let metadata = config.metadata.clone().unwrap_or_default();
         let image = config.image.clone().unwrap_or_default();
+        if image.image.is_empty() {
+            // As a real runtime: a container needs an image to run.
+            return Err(crate::cri::CriError::Rpc {
+                endpoint: ENDPOINT.into(),
+                rpc: "CreateContainer",
+                code: tonic::Code::InvalidArgument,
+                message: format!("container {:?} names no image", metadata.name),
+            });
+        }
         let id = self.new_id(&mut s);
         let log_path = if config.log_path.is_empty() {
             String::new()
@@ -628,5 +637,17 @@ mod tests {
                     .is_ok()
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_container_without_an_image_is_refused() {
+        let rt = MemoryRuntime::new(0, Arc::new(RealClock));
+        let config = sandbox_config(&[]);
+        let sb = rt.run_pod_sandbox(&config, "").await.unwrap();
+        let mut c = container_config("app");
+        c.image = Some(api::ImageSpec::default());
+        let err = rt.create_container(&sb, &c, &config).await.unwrap_err();
+        assert!(err.to_string().contains("names no image"), "{err}");
+        assert_eq!(rt.counts(), (1, 0));
     }
 }

@@ -416,6 +416,28 @@ impl TestApi {
         }
     }
 
+    /// Every write the double saw to objects named `name` (time, user,
+    /// method, path, answer, body), for a failure's message; empty on a
+    /// real server.
+    pub fn writes_to(&self, name: &str) -> Vec<String> {
+        self.requests()
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.name.as_deref() == Some(name) && r.method != "GET")
+            .map(|r| {
+                format!(
+                    "{:?} {} {} {} {} {}",
+                    r.at,
+                    r.user.name,
+                    r.method,
+                    r.path,
+                    r.status,
+                    String::from_utf8_lossy(&r.body)
+                )
+            })
+            .collect()
+    }
+
     /// Approves, until aborted, the kubelet client CSRs that bootstrap
     /// identities submit (what a cluster's CSR approver does for them).
     pub async fn approve_bootstrap_csrs(&self) {
