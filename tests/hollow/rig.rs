@@ -146,8 +146,14 @@ pub async fn run_batch(
     limit: Duration,
 ) -> Batch {
     let running_at: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
-    let pods: Api<Pod> = Api::namespaced(api.admin_client().await, ns);
-    let mut w = watcher::watcher(pods, watcher::Config::default()).boxed();
+    let pods: Vec<(String, String)> = (0..per_node)
+        .flat_map(|j| nodes.iter().map(move |n| (format!("{n}-p{j}"), n.clone())))
+        .collect();
+    // Only the batch's own pods count (others may run in the namespace).
+    let batch: Arc<std::collections::HashSet<String>> =
+        Arc::new(pods.iter().map(|(name, _)| name.clone()).collect());
+    let api_pods: Api<Pod> = Api::namespaced(api.admin_client().await, ns);
+    let mut w = watcher::watcher(api_pods, watcher::Config::default()).boxed();
     while let Some(ev) = w.next().await {
         if matches!(ev, Ok(watcher::Event::InitDone)) {
             break;
@@ -155,22 +161,20 @@ pub async fn run_batch(
     }
     let watch = tokio::spawn({
         let running_at = running_at.clone();
+        let batch = batch.clone();
         async move {
             while let Some(ev) = w.next().await {
                 let Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = ev else {
                     continue;
                 };
-                if pod_running(&p) {
-                    let name = p.metadata.name.clone().unwrap_or_default();
+                let name = p.metadata.name.clone().unwrap_or_default();
+                if batch.contains(&name) && pod_running(&p) {
                     let mut r = running_at.lock().unwrap_or_else(|e| e.into_inner());
                     r.entry(name).or_insert_with(Instant::now);
                 }
             }
         }
     });
-    let pods: Vec<(String, String)> = (0..per_node)
-        .flat_map(|j| nodes.iter().map(move |n| (format!("{n}-p{j}"), n.clone())))
-        .collect();
     let start = Instant::now();
     let created: HashMap<String, Instant> = futures::stream::iter(pods.iter())
         .map(|(name, node)| async move {
