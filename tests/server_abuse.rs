@@ -159,3 +159,148 @@ async fn idle_and_slow_clients_do_not_starve_the_server() {
         .await
         .expect("servers stop");
 }
+
+/// Bytes a hostile or broken client may send on a connection.
+fn connection_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let method = prop::sample::select(vec![
+        "GET", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "PRI", "G\0T", "",
+    ]);
+    let path = "(/[-a-zA-Z0-9%._~:@!$&'()*+,;=]{0,10}){0,5}/?|\\*|[ -~]{0,30}";
+    let version = prop::sample::select(vec!["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/9.9", ""]);
+    let header = prop::sample::select(vec![
+        "Host: node",
+        "Connection: Upgrade",
+        "Connection: close",
+        "Upgrade: websocket",
+        "Upgrade: SPDY/3.1",
+        "Upgrade: h2c",
+        "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version: 13",
+        "Sec-WebSocket-Protocol: v4.channel.k8s.io",
+        "X-Stream-Protocol-Version: v4.channel.k8s.io",
+        "Transfer-Encoding: chunked",
+        "Transfer-Encoding: gzip, chunked",
+        "Content-Length: 5",
+        "Content-Length: -1",
+        "Content-Length: 18446744073709551616",
+        "Content-Length: 3\r\nContent-Length: 4",
+        "Expect: 100-continue",
+        "Authorization: Bearer \u{1}",
+        " folded",
+        ":",
+    ]);
+    let http1 = (
+        method,
+        path,
+        version,
+        prop::collection::vec(header, 0..8),
+        prop::collection::vec(any::<u8>(), 0..300),
+    )
+        .prop_map(|(m, p, v, headers, tail)| {
+            let mut b = format!("{m} {p} {v}\r\n").into_bytes();
+            for h in headers {
+                b.extend_from_slice(h.as_bytes());
+                b.extend_from_slice(b"\r\n");
+            }
+            b.extend_from_slice(b"\r\n");
+            // A body, chunks, or WebSocket/SPDY frames: bytes either way.
+            b.extend(tail);
+            b
+        });
+    let h2 = prop::collection::vec(any::<u8>(), 0..400).prop_map(|frames| {
+        let mut b = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        b.extend(frames);
+        b
+    });
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..1024),
+        http1.clone(),
+        http1,
+        h2,
+    ]
+}
+
+/// Random connections (raw bytes, HTTP/1 heads with upgrade and framing
+/// headers followed by body or frame bytes, HTTP/2 prefaces followed by
+/// random frames), each written then half-closed: the server answers or
+/// closes every one within a bound, never panics, and healthz keeps
+/// answering. `KUBELET_RS_FUZZ_CASES` sets the number of cases (256).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_connections_are_answered_or_closed() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, TestRunner};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PANICS: AtomicU64 = AtomicU64::new(0);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        previous(info);
+    }));
+    let cases: u32 = std::env::var("KUBELET_RS_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let server = read_only_server("127.0.0.1", port, read_only_router(&handlers()).unwrap())
+        .expect("enabled");
+    let bound = server.bind().await.expect("bind");
+    let addr = bound.local_addr();
+    let tasks = TaskSet::new();
+    bound.start(&tasks);
+
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = connection_bytes();
+    let (mut answered, mut closed_silently, mut slowest) = (0u32, 0u32, Duration::ZERO);
+    for i in 0..cases {
+        let bytes = strategy.new_tree(&mut runner).expect("a case").current();
+        let t = Instant::now();
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        let _ = s.write_all(&bytes).await;
+        let _ = s.shutdown().await;
+        let mut got = Vec::new();
+        let ended = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut buf = [0u8; 4096];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await;
+        assert!(
+            ended.is_ok(),
+            "connection still open 5 s after the client finished: {:?}",
+            String::from_utf8_lossy(&bytes)
+        );
+        slowest = slowest.max(t.elapsed());
+        if got.is_empty() {
+            closed_silently += 1;
+        } else {
+            answered += 1;
+        }
+        if i % 32 == 0 {
+            assert_eq!(status_of(addr, &healthz_request()).await, Some(200));
+        }
+    }
+    assert_eq!(status_of(addr, &healthz_request()).await, Some(200));
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a panic while serving");
+    eprintln!(
+        "{cases} random connections: {answered} answered, {closed_silently} closed without an answer, slowest {slowest:?}; healthz 200 throughout"
+    );
+    tasks
+        .into_shutdown_handle()
+        .shutdown(Duration::from_secs(5))
+        .await
+        .expect("servers stop");
+}
