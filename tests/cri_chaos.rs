@@ -27,7 +27,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kubelet::app::command::{Outcome, build};
 use kubelet::app::hollow::{HollowOptions, shared, start_all};
 use kubelet::cri::RuntimeServices;
 use kubelet::cri::api;
@@ -170,16 +169,10 @@ async fn kubelets_survive_random_cri_answers_and_converge_after() {
     let api = TestApi::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = rig::hollow_kubeconfig(&api, dir.path()).await;
-    let server = match build(
-        [
-            format!("--kubeconfig={}", kubeconfig.display()),
-            "--max-pods=20".to_string(),
-        ],
-        &mut std::io::sink(),
-    ) {
-        Ok(Outcome::Run { server, .. }) => server,
-        other => panic!("kubelet flags: {other:?}"),
-    };
+    let server = rig::hollow_server([
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--max-pods=20".to_string(),
+    ]);
     let options = HollowOptions {
         nodes: NODES,
         prefix: api.unique_name("chaos"),

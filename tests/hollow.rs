@@ -2,13 +2,15 @@
 //! API server double (or the real kube-apiserver KUBELET_RS_TEST_KUBECONFIG
 //! names), 5 pods each. Every Node turns Ready, every pod Running with its
 //! status in the API, every Lease is renewed, a scripted container that
-//! exits is restarted, and (on the double) each node's heartbeat traffic
-//! has one real kubelet's cadence; scripted probes and pulls play out as
-//! a real kubelet reports them (late readiness, a liveness restart,
-//! ErrImagePull/ImagePullBackOff). The heartbeat traffic is: a Lease renewal every 10 s
-//! (leaseDurationSeconds 40 × 0.25), a node status pass every 10 s
+//! exits is restarted, scripted probes and pulls play out as a real
+//! kubelet reports them (late readiness, a liveness restart,
+//! ErrImagePull/ImagePullBackOff), and (on the double) each node's
+//! heartbeat traffic has one real kubelet's cadence: a Lease renewal every
+//! 10 s (leaseDurationSeconds 40 × 0.25), a node status pass every 10 s
 //! (nodeStatusUpdateFrequency) and at most one node status write while
-//! nothing changes (nodeStatusReportFrequency 5 min). Behaviour, not timing.
+//! nothing changes (nodeStatusReportFrequency 5 min). Behaviour, not
+//! timing. A second test gives three nodes identities of their own through
+//! TLS bootstrap.
 //!
 //! The ignored `hollow_bench` (bench/hollow.sh) runs the binary instead.
 
@@ -22,9 +24,7 @@ mod rig;
 
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, Probe};
-use kubelet::app::command::{Outcome, build};
 use kubelet::app::hollow::{HollowOptions, run_with};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -136,16 +136,10 @@ async fn twenty_hollow_nodes_run_their_pods() {
     let api = TestApi::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = rig::hollow_kubeconfig(&api, dir.path()).await;
-    let server = match build(
-        [
-            format!("--kubeconfig={}", kubeconfig.display()),
-            "--max-pods=20".to_string(),
-        ],
-        &mut std::io::sink(),
-    ) {
-        Ok(Outcome::Run { server, .. }) => server,
-        other => panic!("kubelet flags: {other:?}"),
-    };
+    let server = rig::hollow_server([
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--max-pods=20".to_string(),
+    ]);
     let options = HollowOptions {
         nodes: NODES,
         prefix: api.unique_name("hollow"),
@@ -375,12 +369,7 @@ async fn twenty_hollow_nodes_run_their_pods() {
 
     stop.cancel();
     hollow.await.expect("hollow task").expect("hollow nodes");
-    if api.is_real() {
-        for name in &names {
-            api.remove::<Lease>(Some("kube-node-lease"), name).await;
-            api.remove::<Node>(None, name).await;
-        }
-    }
+    rig::remove_nodes(&api, &names).await;
     api.cleanup().await;
 }
 
@@ -398,13 +387,7 @@ async fn hollow_nodes_bootstrap_their_own_identities() {
     let bootstrap = api
         .bootstrap_kubeconfig(&dir.path().join("bootstrap.kubeconfig"))
         .await;
-    let server = match build(
-        [format!("--bootstrap-kubeconfig={}", bootstrap.display())],
-        &mut std::io::sink(),
-    ) {
-        Ok(Outcome::Run { server, .. }) => server,
-        other => panic!("kubelet flags: {other:?}"),
-    };
+    let server = rig::hollow_server([format!("--bootstrap-kubeconfig={}", bootstrap.display())]);
     let state = dir.path().join("state");
     let options = HollowOptions {
         nodes: N,
@@ -483,11 +466,6 @@ async fn hollow_nodes_bootstrap_their_own_identities() {
 
     stop.cancel();
     hollow.await.expect("hollow task").expect("hollow nodes");
-    if api.is_real() {
-        for name in &names {
-            api.remove::<Lease>(Some("kube-node-lease"), name).await;
-            api.remove::<Node>(None, name).await;
-        }
-    }
+    rig::remove_nodes(&api, &names).await;
     api.cleanup().await;
 }

@@ -42,6 +42,21 @@ async fn status_of(addr: std::net::SocketAddr, head: &[u8]) -> Option<u16> {
     line.split(' ').nth(1)?.parse().ok()
 }
 
+/// A read-only server on a free loopback port, accepting.
+async fn start_read_only() -> (std::net::SocketAddr, TaskSet) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let server = read_only_server("127.0.0.1", port, read_only_router(&handlers()).unwrap())
+        .expect("enabled");
+    let bound = server.bind().await.expect("bind");
+    let addr = bound.local_addr();
+    let tasks = TaskSet::new();
+    bound.start(&tasks);
+    (addr, tasks)
+}
+
 fn healthz_request() -> Vec<u8> {
     b"GET /healthz HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n".to_vec()
 }
@@ -55,16 +70,7 @@ fn with_header(len: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_and_slow_clients_do_not_starve_the_server() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let server = read_only_server("127.0.0.1", port, read_only_router(&handlers()).unwrap())
-        .expect("enabled");
-    let bound = server.bind().await.expect("bind");
-    let addr = bound.local_addr();
-    let tasks = TaskSet::new();
-    bound.start(&tasks);
+    let (addr, tasks) = start_read_only().await;
 
     // Idle connections (nothing sent) and slow-header ones, held open.
     let idle_n = 3000;
@@ -243,16 +249,7 @@ async fn random_connections_are_answered_or_closed() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(256);
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let server = read_only_server("127.0.0.1", port, read_only_router(&handlers()).unwrap())
-        .expect("enabled");
-    let bound = server.bind().await.expect("bind");
-    let addr = bound.local_addr();
-    let tasks = TaskSet::new();
-    bound.start(&tasks);
+    let (addr, tasks) = start_read_only().await;
 
     let mut runner = TestRunner::new(Config {
         cases,

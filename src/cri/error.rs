@@ -197,6 +197,15 @@ impl CriError {
         }
     }
 
+    /// ImageStatus answered with an image that has no id or no size.
+    pub fn incomplete_image(endpoint: &str, image: &str) -> Self {
+        CriError::InvalidResponse {
+            endpoint: endpoint.to_string(),
+            rpc: "ImageStatus",
+            reason: format!("Id or size of image {image:?} is not set"),
+        }
+    }
+
     /// The client-side bound of `rpc` ran out.
     pub fn deadline(endpoint: &str, rpc: &'static str, after: Duration) -> Self {
         CriError::DeadlineExceeded {

@@ -128,11 +128,7 @@ impl ImageService for RemoteImageService {
         if let Some(found) = resp.image.as_ref()
             && !super::verify::image_is_complete(found)
         {
-            let err = CriError::InvalidResponse {
-                endpoint: self.endpoint.clone(),
-                rpc: "ImageStatus",
-                reason: format!("Id or size of image {:?} is not set", image.image),
-            };
+            let err = CriError::incomplete_image(&self.endpoint, &image.image);
             tracing::error!(error = %err, image = %image.image, "ImageStatus failed");
             return Err(err);
         }

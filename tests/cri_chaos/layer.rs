@@ -512,11 +512,7 @@ impl ImageService for ChaosImages {
         if let Some(found) = &resp.image
             && !verify::image_is_complete(found)
         {
-            return Err(CriError::InvalidResponse {
-                endpoint: ENDPOINT.into(),
-                rpc: "ImageStatus",
-                reason: format!("Id or size of image {:?} is not set", image.image),
-            });
+            return Err(CriError::incomplete_image(ENDPOINT, &image.image));
         }
         Ok(resp)
     }

@@ -32,6 +32,29 @@ pub async fn hollow_kubeconfig(api: &TestApi, dir: &Path) -> std::path::PathBuf 
     .await
 }
 
+/// The kubelet configuration `args` give (flags only, as `kubelet hollow`
+/// parses them after its own).
+pub fn hollow_server<I: IntoIterator<Item = String>>(
+    args: I,
+) -> std::sync::Arc<kubelet::apis::config::server::KubeletServer> {
+    match kubelet::app::command::build(args, &mut std::io::sink()) {
+        Ok(kubelet::app::command::Outcome::Run { server, .. }) => server,
+        other => panic!("kubelet flags: {other:?}"),
+    }
+}
+
+/// On a real API server, the hollow nodes' Leases and Nodes outlive the
+/// test: removes them (nothing on the double, which goes with the test).
+pub async fn remove_nodes(api: &TestApi, names: &[String]) {
+    if !api.is_real() {
+        return;
+    }
+    for name in names {
+        api.remove::<Lease>(Some("kube-node-lease"), name).await;
+        api.remove::<Node>(None, name).await;
+    }
+}
+
 pub fn node_ready(n: &Node) -> bool {
     n.status
         .as_ref()
