@@ -1,11 +1,12 @@
 //! A fault-injecting layer over a CRI runtime and image service: while
 //! switched on, each call may fail with a random gRPC error, and each answer
 //! that gets through may be bent into another valid protobuf value (random
-//! states and exit codes, missing optional fields, odd timestamps, garbage
-//! labels and annotations, dropped or repeated list items, runtime
-//! conditions gone). Statuses are checked as the remote client checks them,
-//! so what reaches the kubelet is what a real runtime's answer could be.
-//! Seeded: a failure names its seed.
+//! states in list answers, missing optional fields, odd timestamps, garbage
+//! labels, annotations, reasons and messages, dropped, repeated or
+//! reordered list items, runtime conditions gone, image ids and sizes).
+//! Statuses are checked as the remote client checks them, so what reaches
+//! the kubelet is what a real runtime's answer could be. Seeded: a failure
+//! names its seed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -48,10 +49,6 @@ impl Rng {
     fn i64_odd(&mut self) -> i64 {
         let any = self.next() as i64;
         *self.pick(&[0, -1, 1, i64::MIN, i64::MAX, 1_000_000_000_000_000_000, any])
-    }
-    fn i32_odd(&mut self) -> i32 {
-        let any = self.next() as i32;
-        *self.pick(&[0, 1, -1, 137, 255, 256, i32::MIN, i32::MAX, any])
     }
     fn string(&mut self) -> String {
         match self.below(6) {
@@ -200,33 +197,35 @@ fn bend_sandbox(r: &mut Rng, s: &mut api::PodSandbox) {
     }
 }
 
+/// Status answers are bent in the fields the kubelet reports but does not
+/// decide on, or into shapes the client refuses (which the kubelet retries
+/// on the next relist): a state or exit code that lies would be cached
+/// until the pod's next runtime event (as in Go), so those lies go through
+/// the list answers instead, which every relist reads afresh.
 fn bend_container_status(r: &mut Rng, s: &mut api::ContainerStatus) {
-    match r.below(10) {
-        0 => s.state = r.below(6) as i32 - 1,
-        1 => s.exit_code = r.i32_odd(),
-        2 => s.started_at = r.i64_odd(),
-        3 => s.finished_at = r.i64_odd(),
-        4 => s.reason = r.string(),
-        5 => s.message = r.string(),
-        6 => s.annotations = r.map(std::mem::take(&mut s.annotations)),
-        7 => s.labels = r.map(std::mem::take(&mut s.labels)),
-        8 => s.log_path = r.string(),
+    match r.below(8) {
+        0 => s.created_at = 0,
+        1 => s.reason = r.string(),
+        2 => s.message = r.string(),
+        3 => s.annotations = r.map(std::mem::take(&mut s.annotations)),
+        4 => s.labels = r.map(std::mem::take(&mut s.labels)),
+        5 => s.log_path = r.string(),
+        6 => s.image = None,
         _ => s.metadata = None,
     }
 }
 
 fn bend_sandbox_status(r: &mut Rng, s: &mut api::PodSandboxStatus) {
-    match r.below(6) {
-        0 => s.state = r.below(4) as i32 - 1,
-        1 => s.network = None,
-        2 => {
+    match r.below(5) {
+        0 => s.network = None,
+        1 => {
             let ip = *r.pick(&["", "not-an-ip", "::::", "10.0.0.256", "fe80::1%eth0"]);
             if let Some(n) = s.network.as_mut() {
                 n.ip = ip.to_string();
             }
         }
-        3 => s.created_at = r.i64_odd(),
-        4 => s.annotations = r.map(std::mem::take(&mut s.annotations)),
+        2 => s.created_at = 0,
+        3 => s.annotations = r.map(std::mem::take(&mut s.annotations)),
         _ => s.metadata = None,
     }
 }
