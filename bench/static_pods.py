@@ -80,6 +80,9 @@ def cadvisor_scrape(args, n):
     wall = time.monotonic() - t1
     cpu = max(cpu_seconds(args.pid) - cpu1 - idle_rate * wall, 0.0)
     series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+    if args.save_scrape:
+        with open(os.path.join(args.save_scrape, f"cadvisor-{n}.prom"), "wb") as f:
+            f.write(body)
     cpu2, t2 = cpu_seconds(args.pid), time.monotonic()
     scrape(args.port, "/metrics/cadvisor")
     cached = time.monotonic() - t2
@@ -150,6 +153,8 @@ def main():
     ap.add_argument("--settle", type=float, default=5.0)
     ap.add_argument("--idle", type=float, default=10.0)
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--save-scrape", default=os.environ.get("BENCH_SCRAPE_DIR"),
+                    help="a directory to keep each /metrics/cadvisor answer in (cadvisor-N.prom)")
     ap.add_argument("sizes", type=int, nargs="*", default=[30, 100])
     args = ap.parse_args()
     print(f"kubelet idle before: RSS {rss_kib(args.pid) / 1024:.1f} MiB")

@@ -7,7 +7,8 @@
 #
 # Environment: BENCH_KUBELET (a kubelet binary; default: build
 # target/release/kubelet), BENCH_DIR (work directory; default: a temp dir,
-# removed afterwards), BENCH_PORT (read-only port; default 22255).
+# removed afterwards), BENCH_PORT (read-only port; default 22255),
+# BENCH_SCRAPE_DIR (keep each /metrics/cadvisor answer there as cadvisor-N.prom).
 # Needs root (containerd, cgroups). Everything it starts and creates is
 # stopped and removed on exit; the sysctls the kubelet tunes are restored.
 set -euo pipefail
