@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cadvisor::container::{CgroupLayout, ContainerReader};
 use crate::cm::host::HostPaths;
-use crate::cm::subsystems::{CgroupSubsystems, parse_proc_cgroup};
+use crate::cm::subsystems::CgroupSubsystems;
 use crate::kubelet::stats::CadvisorContainers;
 
 /// The machine's boot time (`btime` of /proc/stat).
@@ -22,14 +22,6 @@ fn boot_time(proc_root: &Path) -> SystemTime {
         })
         .map(|s| UNIX_EPOCH + Duration::from_secs(s))
         .unwrap_or(UNIX_EPOCH)
-}
-
-/// The cgroup this process runs in (memory controller on v1, the unified
-/// path on v2).
-fn own_cgroup(proc_root: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(proc_root.join("self/cgroup")).ok()?;
-    let paths = parse_proc_cgroup(&text);
-    paths.get("memory").or_else(|| paths.get("")).cloned()
 }
 
 /// The cgroup subtrees reported besides `/`; the whole machine (`/`) is
@@ -66,7 +58,18 @@ pub(super) async fn build(
             Some(m) if subsystems.is_unified() => CgroupLayout::V2(m.to_path_buf()),
             _ => CgroupLayout::V1(subsystems.mount_points().clone()),
         };
-        Ok::<_, crate::cm::CmError>((layout, boot_time(proc_root), own_cgroup(proc_root)))
+        // The kubelet's own cgroup, found as Go finds it (on v1 the cpu and
+        // memory paths must agree); when it cannot be, its rows are left out.
+        let own = crate::cm::system_containers::get_container(
+            &HostPaths::default(),
+            &subsystems,
+            std::process::id(),
+        )
+        .inspect_err(|e| {
+            tracing::info!(err = %e, "Failed to get the kubelet's cgroup. Kubelet system container metrics may be missing.");
+        })
+        .ok();
+        Ok::<_, crate::cm::CmError>((layout, boot_time(proc_root), own))
     })
     .await??;
     let kubelet_cg = if kubelet_cg.is_empty() {
