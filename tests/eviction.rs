@@ -576,9 +576,13 @@ async fn a_memcg_notification_wakes_the_manager_before_its_interval() {
         !manager.memory_pressure(),
         "an empty cgroup has 64Mi available"
     );
-    // Let the notifier arm (its registration runs on the blocking pool,
-    // slow on a loaded machine), then charge 8Mi: 56Mi left, under 60Mi.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Wait for the notifier to arm (its registration runs on the blocking
+    // pool, slow on a loaded machine), then charge 8Mi: 56Mi left, under 60Mi.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while manager.armed_memcg_notifiers() < 1 {
+        assert!(tokio::time::Instant::now() < deadline, "notifier not armed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     cg.charge(8 * MI);
     wait_for(2).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);

@@ -431,7 +431,20 @@ async fn hollow_nodes_bootstrap_their_own_identities() {
         );
     }
     // On the double: who sent what. Each node's Lease, Node and pod
-    // statuses were written by that node alone.
+    // statuses were written by that node alone. A node's first Lease and
+    // Node come from creations (POSTs to the collections), so wait for each
+    // node's first Lease renewal (every 10 s) to have a write to attribute.
+    let renewed = |log: &[support::apiserver::RequestRecord], name: &str| {
+        log.iter()
+            .any(|r| r.method == "PUT" && r.path.ends_with(&format!("/leases/{name}")))
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(log) = api.requests() {
+        if names.iter().all(|n| renewed(&log, n)) || tokio::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     if let Ok(log) = api.requests() {
         for name in &names {
             let users: std::collections::BTreeSet<&str> = log

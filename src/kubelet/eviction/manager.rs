@@ -156,6 +156,11 @@ impl EvictionManager {
         }
     }
 
+    /// How many memcg notifiers are armed (registered with the kernel).
+    pub fn armed_memcg_notifiers(&self) -> usize {
+        self.notifiers.armed()
+    }
+
     /// One pass, without arming memcg notifiers (they are armed only by the
     /// monitoring loop, see [`EvictionManager::start`]). Returns the pods
     /// evicted, if any.

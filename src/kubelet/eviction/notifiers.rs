@@ -83,6 +83,21 @@ impl Notifiers {
         self.slots.is_empty()
     }
 
+    /// How many notifiers are registered with the kernel now (a charge past
+    /// their level from then on wakes the manager).
+    pub(super) fn armed(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| {
+                s.armed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .is_some_and(|t| !t.is_cancelled())
+            })
+            .count()
+    }
+
     /// Resolves when a notifier fired.
     pub(super) async fn woken(&self) {
         self.wake.notified().await
