@@ -14,6 +14,7 @@ mod procs;
 mod sample;
 mod types;
 
+pub use disks::{Partition, partitions};
 pub use layout::CgroupLayout;
 pub use netdev::{parse_net_dev, read_net_dev};
 pub use sample::{ContainerKind, ContainerReader};

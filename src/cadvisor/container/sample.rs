@@ -39,6 +39,8 @@ pub struct ContainerReader {
     layout: CgroupLayout,
     proc_root: PathBuf,
     boot_time: SystemTime,
+    /// The root container's filesystems, as listed at start.
+    partitions: Vec<disks::Partition>,
 }
 
 fn modified(p: &Path) -> Option<SystemTime> {
@@ -46,11 +48,19 @@ fn modified(p: &Path) -> Option<SystemTime> {
 }
 
 impl ContainerReader {
-    pub fn new(layout: CgroupLayout, proc_root: PathBuf, boot_time: SystemTime) -> Self {
+    /// `partitions`: the filesystems the root container reports (see
+    /// [`disks::partitions`]).
+    pub fn new(
+        layout: CgroupLayout,
+        proc_root: PathBuf,
+        boot_time: SystemTime,
+        partitions: Vec<disks::Partition>,
+    ) -> Self {
         ContainerReader {
             layout,
             proc_root,
             boot_time,
+            partitions,
         }
     }
 
@@ -148,9 +158,9 @@ impl ContainerReader {
                 })
                 .unwrap_or_default(),
             filesystem: if kind == ContainerKind::Root {
-                let read =
-                    |f: &str| std::fs::read_to_string(self.proc_root.join(f)).unwrap_or_default();
-                disks::filesystems(&read("self/mountinfo"), &read("diskstats"))
+                let diskstats =
+                    std::fs::read_to_string(self.proc_root.join("diskstats")).unwrap_or_default();
+                disks::filesystems(&self.partitions, &diskstats)
             } else {
                 Vec::new()
             },

@@ -129,7 +129,7 @@ fn runtime_container_on_v1_and_v2() {
                     .collect::<BTreeMap<_, _>>(),
             )
         };
-        let reader = ContainerReader::new(layout, proc_root, SystemTime::UNIX_EPOCH);
+        let reader = ContainerReader::new(layout, proc_root, SystemTime::UNIX_EPOCH, Vec::new());
         let (spec, s) = reader
             .read(&format!("/{cg}"), ContainerKind::Runtime(created), now)
             .unwrap();
@@ -187,7 +187,7 @@ fn raw_cgroup_has_no_network_and_missing_is_not_found() {
     fake_proc(&proc_root);
     v2_tree(&cgroot, "kubepods/podu");
     let boot = SystemTime::UNIX_EPOCH + Duration::from_secs(1);
-    let reader = ContainerReader::new(CgroupLayout::V2(cgroot), proc_root, boot);
+    let reader = ContainerReader::new(CgroupLayout::V2(cgroot), proc_root, boot, Vec::new());
     let now = SystemTime::now() + Duration::from_secs(3600);
     let (spec, s) = reader
         .read("/kubepods/podu", ContainerKind::Raw, now)
@@ -211,10 +211,24 @@ fn this_machine_root_container() {
         Some(m) if subsystems.is_unified() => CgroupLayout::V2(m.to_path_buf()),
         _ => CgroupLayout::V1(subsystems.mount_points().clone()),
     };
-    let reader = ContainerReader::new(layout, "/proc".into(), SystemTime::UNIX_EPOCH);
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let partitions = super::partitions(&mountinfo);
+    let reader = ContainerReader::new(
+        layout,
+        "/proc".into(),
+        SystemTime::UNIX_EPOCH,
+        partitions.clone(),
+    );
     let (_, s) = reader
         .read("/", ContainerKind::Root, SystemTime::now())
         .unwrap();
     assert!(s.cpu.total_ns > 0 && s.memory.usage > 0, "{s:?}");
-    assert!(!s.filesystem.is_empty(), "{s:?}");
+    let devices: Vec<&str> = s.filesystem.iter().map(|f| f.device.as_str()).collect();
+    let listed: Vec<&str> = partitions.iter().map(|p| p.device.as_str()).collect();
+    assert_eq!(devices, listed, "one row per partition listed at start");
+    // The root filesystem is always among them.
+    let root = partitions
+        .iter()
+        .find(|p| p.mount_point == std::path::Path::new("/"));
+    assert!(root.is_some(), "{partitions:?}");
 }

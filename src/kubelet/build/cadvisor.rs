@@ -51,7 +51,7 @@ pub(super) async fn build(
         c.system_cgroups.clone(),
         c.kubelet_cgroups.clone(),
     );
-    let (layout, boot, own) = tokio::task::spawn_blocking(move || {
+    let (layout, boot, own, partitions) = tokio::task::spawn_blocking(move || {
         let proc_root = Path::new("/proc");
         let subsystems = CgroupSubsystems::detect(&HostPaths::default())?;
         let layout = match subsystems.unified_mount() {
@@ -69,7 +69,15 @@ pub(super) async fn build(
             tracing::info!(err = %e, "Failed to get the kubelet's cgroup. Kubelet system container metrics may be missing.");
         })
         .ok();
-        Ok::<_, crate::cm::CmError>((layout, boot_time(proc_root), own))
+        // The root container's filesystems, listed once at start as
+        // cadvisor lists them.
+        let partitions = std::fs::read_to_string(proc_root.join("self/mountinfo"))
+            .map(|m| crate::cadvisor::container::partitions(&m))
+            .unwrap_or_else(|e| {
+                tracing::warn!(err = %e, "Failed to read mountinfo; no filesystem stats for the root container");
+                Vec::new()
+            });
+        Ok::<_, crate::cm::CmError>((layout, boot_time(proc_root), own, partitions))
     })
     .await??;
     let kubelet_cg = if kubelet_cg.is_empty() {
@@ -79,7 +87,7 @@ pub(super) async fn build(
     };
     let roots = cgroup_roots(&pods_root, &kubelet_cg, &runtime_cg, &system_cg);
     Ok(Arc::new(CadvisorContainers::new(
-        ContainerReader::new(layout, "/proc".into(), boot),
+        ContainerReader::new(layout, "/proc".into(), boot, partitions),
         roots,
         env.runtime_services.runtime.clone(),
         env.runtime_services.image.clone(),
