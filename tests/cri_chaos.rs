@@ -28,15 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kubelet::app::hollow::{HollowOptions, shared, start_all};
+use kubelet::app::hollow::{shared, start_all};
 use kubelet::cri::RuntimeServices;
 use kubelet::cri::api;
 use kubelet::cri::memory::memory_runtime_services;
 use kubelet::util::clock::RealClock;
 use kubelet::util::lifecycle::TaskSet;
 use serde_json::json;
-
-use support::apiserver::TestApi;
 
 const NODES: u32 = 3;
 /// How long the runtime misbehaves.
@@ -157,10 +155,6 @@ async fn leftovers(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubelets_survive_random_cri_answers_and_converge_after() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    if let Ok(v) = std::env::var("HOLLOW_LOG_V") {
-        kubelet::logs::init_default();
-        kubelet::logs::set_verbosity(v.parse().unwrap_or(2));
-    }
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         PANICS.fetch_add(1, Ordering::SeqCst);
@@ -169,20 +163,13 @@ async fn kubelets_survive_random_cri_answers_and_converge_after() {
     let seed = seed();
     eprintln!("chaos seed {seed} (CHAOS_SEED={seed} replays it)");
 
-    let api = TestApi::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = rig::hollow_kubeconfig(&api, dir.path()).await;
-    let server = rig::hollow_server([
-        format!("--kubeconfig={}", kubeconfig.display()),
-        "--max-pods=20".to_string(),
-    ]);
-    let options = HollowOptions {
-        nodes: NODES,
-        prefix: api.unique_name("chaos"),
-        state_dir: dir.path().join("state"),
-        ..Default::default()
-    };
-    let names: Vec<String> = (0..NODES).map(|n| options.node_name(n)).collect();
+    let rig::Fleet {
+        api,
+        dir: _dir,
+        server,
+        options,
+        names,
+    } = rig::fleet("chaos", NODES).await;
 
     // Each node's runtime under the layer; the runtimes themselves kept
     // aside to look at what is left in them.

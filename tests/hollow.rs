@@ -128,25 +128,13 @@ async fn wait_events(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_hollow_nodes_run_their_pods() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    // The nodes' log at this verbosity, on stderr.
-    if let Ok(v) = std::env::var("HOLLOW_LOG_V") {
-        kubelet::logs::init_default();
-        kubelet::logs::set_verbosity(v.parse().unwrap_or(2));
-    }
-    let api = TestApi::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = rig::hollow_kubeconfig(&api, dir.path()).await;
-    let server = rig::hollow_server([
-        format!("--kubeconfig={}", kubeconfig.display()),
-        "--max-pods=20".to_string(),
-    ]);
-    let options = HollowOptions {
-        nodes: NODES,
-        prefix: api.unique_name("hollow"),
-        state_dir: dir.path().join("state"),
-        ..Default::default()
-    };
-    let names: Vec<String> = (0..NODES).map(|n| options.node_name(n)).collect();
+    let rig::Fleet {
+        api,
+        dir: _dir,
+        server,
+        options,
+        names,
+    } = rig::fleet("hollow", NODES).await;
     let stop = CancellationToken::new();
     let hollow = tokio::spawn(run_with(server, options, stop.clone()));
 

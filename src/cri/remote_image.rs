@@ -125,13 +125,9 @@ impl ImageService for RemoteImageService {
         .inspect_err(|e| {
             tracing::error!(error = %e, image = %image.image, "Get ImageStatus from image service failed")
         })?;
-        if let Some(found) = resp.image.as_ref()
-            && !super::verify::image_is_complete(found)
-        {
-            let err = CriError::incomplete_image(&self.endpoint, &image.image);
+        super::verify::check_image_status(&self.endpoint, image, &resp).inspect_err(|err| {
             tracing::error!(error = %err, image = %image.image, "ImageStatus failed");
-            return Err(err);
-        }
+        })?;
         Ok(resp)
     }
 

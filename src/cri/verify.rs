@@ -37,6 +37,21 @@ pub fn image_is_complete(found: &api::Image) -> bool {
     !found.id.is_empty() && found.size != 0
 }
 
+/// An ImageStatus answer of `endpoint` for `image`: refused when it names
+/// an image that is not complete ("not found" is an answer without one).
+pub fn check_image_status(
+    endpoint: &str,
+    image: &api::ImageSpec,
+    resp: &api::ImageStatusResponse,
+) -> Result<(), super::CriError> {
+    match resp.image.as_ref() {
+        Some(found) if !image_is_complete(found) => {
+            Err(super::CriError::incomplete_image(endpoint, &image.image))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A container status needs an id, a name, a creation time and its image.
 pub fn verify_container_status(status: &api::ContainerStatus) -> Result<(), MissingField> {
     if status.id.is_empty() {

@@ -508,11 +508,7 @@ impl ImageService for ChaosImages {
             }
         }
         // Checked as the remote client checks it.
-        if let Some(found) = &resp.image
-            && !verify::image_is_complete(found)
-        {
-            return Err(CriError::incomplete_image(ENDPOINT, &image.image));
-        }
+        verify::check_image_status(ENDPOINT, image, &resp)?;
         Ok(resp)
     }
     async fn pull_image(

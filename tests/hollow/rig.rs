@@ -43,6 +43,46 @@ pub fn hollow_server<I: IntoIterator<Item = String>>(
     }
 }
 
+/// The common set-up of a hollow-node test: the API server, a scratch
+/// directory, the nodes' shared admin kubeconfig, their flags, options and
+/// names. Turns the nodes' log on at `HOLLOW_LOG_V`'s verbosity.
+pub struct Fleet {
+    pub api: TestApi,
+    pub dir: tempfile::TempDir,
+    pub server: std::sync::Arc<kubelet::apis::config::server::KubeletServer>,
+    pub options: kubelet::app::hollow::HollowOptions,
+    pub names: Vec<String>,
+}
+
+/// `nodes` hollow nodes named `<prefix>-…` with `--max-pods=20`.
+pub async fn fleet(prefix: &str, nodes: u32) -> Fleet {
+    if let Ok(v) = std::env::var("HOLLOW_LOG_V") {
+        kubelet::logs::init_default();
+        kubelet::logs::set_verbosity(v.parse().unwrap_or(2));
+    }
+    let api = TestApi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = hollow_kubeconfig(&api, dir.path()).await;
+    let server = hollow_server([
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--max-pods=20".to_string(),
+    ]);
+    let options = kubelet::app::hollow::HollowOptions {
+        nodes,
+        prefix: api.unique_name(prefix),
+        state_dir: dir.path().join("state"),
+        ..Default::default()
+    };
+    let names = (0..nodes).map(|n| options.node_name(n)).collect();
+    Fleet {
+        api,
+        dir,
+        server,
+        options,
+        names,
+    }
+}
+
 /// On a real API server, the hollow nodes' Leases and Nodes outlive the
 /// test: removes them (nothing on the double, which goes with the test).
 pub async fn remove_nodes(api: &TestApi, names: &[String]) {

@@ -50,8 +50,22 @@ pub enum ImageGcError {
         freed: i64,
         errors: Vec<String>,
     },
-    #[error("image filesystem stats: {0}")]
-    Stats(String),
+    #[error("image filesystem stats: the runtime reported no image filesystem")]
+    NoImageFs,
+    #[error("image filesystem stats: the runtime's image filesystem has no mount point")]
+    NoImageFsMountPoint,
+    #[error("image filesystem stats of {mountpoint:?}")]
+    ImageFsStats {
+        mountpoint: PathBuf,
+        #[source]
+        source: crate::cadvisor::MachineInfoError,
+    },
+    #[error("image filesystem stats of {mountpoint:?}: the blocking task failed")]
+    ImageFsStatsTask {
+        mountpoint: PathBuf,
+        #[source]
+        source: tokio::task::JoinError,
+    },
     #[error(transparent)]
     Cri(#[from] CriError),
     #[error(transparent)]
@@ -115,20 +129,21 @@ impl CriImageFsStats {
 impl ImageFsStatsProvider for CriImageFsStats {
     async fn image_fs_stats(&self) -> Result<FsStats, ImageGcError> {
         let usages = self.images.image_fs_info().await?;
-        let usage = usages.into_iter().next().ok_or_else(|| {
-            ImageGcError::Stats("the runtime reported no image filesystem".into())
-        })?;
+        let usage = usages.into_iter().next().ok_or(ImageGcError::NoImageFs)?;
         let mountpoint = usage
             .fs_id
             .as_ref()
             .map(|f| PathBuf::from(&f.mountpoint))
             .filter(|p| !p.as_os_str().is_empty())
-            .ok_or_else(|| ImageGcError::Stats("image filesystem has no mount point".into()))?;
-        let info =
-            tokio::task::spawn_blocking(move || crate::cadvisor::fs_info_at(&mountpoint, ""))
-                .await
-                .map_err(|e| ImageGcError::Stats(e.to_string()))?
-                .map_err(|e| ImageGcError::Stats(e.to_string()))?;
+            .ok_or(ImageGcError::NoImageFsMountPoint)?;
+        let at = mountpoint.clone();
+        let info = tokio::task::spawn_blocking(move || crate::cadvisor::fs_info_at(&at, ""))
+            .await
+            .map_err(|source| ImageGcError::ImageFsStatsTask {
+                mountpoint: mountpoint.clone(),
+                source,
+            })?
+            .map_err(|source| ImageGcError::ImageFsStats { mountpoint, source })?;
         Ok(FsStats {
             capacity_bytes: info.capacity,
             available_bytes: info.available,
