@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::Ports;
 use crate::rig::{self, NodeRig, Settings};
-use crate::support::process::{cpu_secs, rss_anon_kib, rss_kib, threads};
+use crate::support::process::{cpu_secs, rss_anon_kib, rss_kib, thread_names, threads};
 
 fn env_num(key: &str, default: i64) -> i64 {
     std::env::var(key)
@@ -104,6 +104,7 @@ pub async fn run() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
+    save_heap_profile(settings.ports.main, "idle");
     let idle_rss = rss_kib(pid);
     let idle_anon = rss_anon_kib(pid);
     let idle_threads = threads(pid);
@@ -198,8 +199,30 @@ pub async fn run() {
         mib(rss_anon_kib(pid).saturating_sub(idle_anon)) / pods as f64,
         threads(pid),
     );
+    println!("kubelet threads by name: {}", thread_names(pid));
     print_breakdown(settings.ports.read_only);
+    save_heap_profile(settings.ports.main, &format!("steady-{pods}"));
     node.stop().await;
+}
+
+/// With DENSITY_HEAP_DIR set, saves the kubelet's live heap profile
+/// (`/debug/pprof/heap`) there as `<name>.pb.gz`, to compare with
+/// `go tool pprof -base idle.pb.gz <kubelet binary> steady-100.pb.gz`.
+/// Finer samples: `_RJEM_MALLOC_CONF=lg_prof_sample:12` in the environment.
+fn save_heap_profile(port: u16, name: &str) {
+    let Some(dir) = std::env::var_os("DENSITY_HEAP_DIR").map(PathBuf::from) else {
+        return;
+    };
+    let out = dir.join(format!("{name}.pb.gz"));
+    let status = std::process::Command::new("curl")
+        .args(["-skf", "-o"])
+        .arg(&out)
+        .arg(format!("https://127.0.0.1:{port}/debug/pprof/heap"))
+        .status();
+    match status {
+        Ok(s) if s.success() => println!("heap profile: {}", out.display()),
+        other => println!("heap profile {name}: not saved ({other:?})"),
+    }
 }
 
 /// How long after the batch the steady-state memory is read.

@@ -29,6 +29,24 @@ pub fn threads(pid: u32) -> u64 {
     status_field(pid, "Threads")
 }
 
+/// Process `pid`'s threads by name, with their count (`tokio-rt-worker 2,
+/// kubelet-blocking 5`).
+pub fn thread_names(pid: u32) -> String {
+    let mut names = std::collections::BTreeMap::<String, usize>::new();
+    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in dir.flatten() {
+            if let Ok(n) = std::fs::read_to_string(t.path().join("comm")) {
+                *names.entry(n.trim().to_string()).or_default() += 1;
+            }
+        }
+    }
+    names
+        .iter()
+        .map(|(n, c)| format!("{n} {c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// CPU time (user + system) process `pid` has used, in seconds.
 pub fn cpu_secs(pid: u32) -> f64 {
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
