@@ -169,7 +169,16 @@ async fn kubelets_survive_random_cri_answers_and_converge_after() {
         server,
         options,
         names,
-    } = rig::fleet("chaos", NODES).await;
+    } = rig::fleet(
+        "chaos",
+        NODES,
+        // A container left in back-off when the chaos stops is retried at
+        // the pod's next resync (a back-off is not a sync error, as in
+        // Go): syncFrequency plus up to half of it in jitter, so 1m30s at
+        // the default, as long as CONVERGE. 10 s keeps it well inside.
+        &["--sync-frequency=10s"],
+    )
+    .await;
 
     // Each node's runtime under the layer; the runtimes themselves kept
     // aside to look at what is left in them.

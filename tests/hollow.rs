@@ -134,7 +134,7 @@ async fn twenty_hollow_nodes_run_their_pods() {
         server,
         options,
         names,
-    } = rig::fleet("hollow", NODES).await;
+    } = rig::fleet("hollow", NODES, &[]).await;
     let stop = CancellationToken::new();
     let hollow = tokio::spawn(run_with(server, options, stop.clone()));
 

@@ -54,8 +54,9 @@ pub struct Fleet {
     pub names: Vec<String>,
 }
 
-/// `nodes` hollow nodes named `<prefix>-…` with `--max-pods=20`.
-pub async fn fleet(prefix: &str, nodes: u32) -> Fleet {
+/// `nodes` hollow nodes named `<prefix>-…` with `--max-pods=20` and the
+/// further flags `extra`.
+pub async fn fleet(prefix: &str, nodes: u32, extra: &[&str]) -> Fleet {
     if let Ok(v) = std::env::var("HOLLOW_LOG_V") {
         kubelet::logs::init_default();
         kubelet::logs::set_verbosity(v.parse().unwrap_or(2));
@@ -63,10 +64,14 @@ pub async fn fleet(prefix: &str, nodes: u32) -> Fleet {
     let api = TestApi::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = hollow_kubeconfig(&api, dir.path()).await;
-    let server = hollow_server([
-        format!("--kubeconfig={}", kubeconfig.display()),
-        "--max-pods=20".to_string(),
-    ]);
+    let server = hollow_server(
+        [
+            format!("--kubeconfig={}", kubeconfig.display()),
+            "--max-pods=20".to_string(),
+        ]
+        .into_iter()
+        .chain(extra.iter().map(|a| a.to_string())),
+    );
     let options = kubelet::app::hollow::HollowOptions {
         nodes,
         prefix: api.unique_name(prefix),
