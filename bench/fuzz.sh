@@ -40,6 +40,11 @@ seed() {
 	small_parsers)
 		printf '100Mi' >"$dir"/q
 		printf '0-3,8,10-11' >"$dir"/cpus ;;
+	cgroup_files)
+		# v1: the files in the target's order, 0xff between them.
+		printf '\x00500000000\xffuser 30\nsystem 10\n\xffnr_periods 10\nnr_throttled 2\nthrottled_time 3000\n\xff512\xff100000\xff50000\xff1\n\xff1000\xff2000\xff3\xffcache 1\nrss 2\ntotal_inactive_file 300\n\xffoom_kill 2\n\xff67108864\xffmax\xffmax\xff4\xffmax\xffMax open files 1024 4096 files\n\xff  eth0: 100 2 0 0 0 0 0 0 200 3 0 0 0 0 0 0\n' >"$dir"/v1
+		# v2.
+		printf '\x011\n\xffusage_usec 5000\nuser_usec 3000\nsystem_usec 1000\n\xff20\xff50000 100000\xff1000\xff2000\xffanon 20\nfile 10\ninactive_file 300\n\xffmax 3\noom_kill 2\n\xff67108864\xffmax\xff0\xffmax\xff4\xffmax\n' >"$dir"/v2 ;;
 	merge_patch)
 		cp "$fixtures"/go-kubelet-examples/pod-besteffort.json "$dir"/a
 		cat "$fixtures"/go-kubelet-examples/pod-besteffort.json "$fixtures"/go-kubelet-examples/pod-burstable.json >"$dir"/ab ;;

@@ -114,7 +114,7 @@ pub(super) fn meminfo_bytes(text: &str, key: &str) -> Option<u64> {
             return None;
         }
         let kb: u64 = rest.split_whitespace().next()?.parse().ok()?;
-        Some(kb * 1024)
+        Some(kb.saturating_mul(1024))
     })
 }
 

@@ -18,8 +18,16 @@ fn cpu(cpuacct: Option<&Path>) -> CpuUsage {
     let stat = read_keyed(&dir.join("cpuacct.stat"));
     CpuUsage {
         total_ns: read_u64(&dir.join("cpuacct.usage")).unwrap_or(0),
-        user_ns: stat.get("user").copied().unwrap_or(0) * NS_PER_TICK,
-        system_ns: stat.get("system").copied().unwrap_or(0) * NS_PER_TICK,
+        user_ns: stat
+            .get("user")
+            .copied()
+            .unwrap_or(0)
+            .saturating_mul(NS_PER_TICK),
+        system_ns: stat
+            .get("system")
+            .copied()
+            .unwrap_or(0)
+            .saturating_mul(NS_PER_TICK),
     }
 }
 

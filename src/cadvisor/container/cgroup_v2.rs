@@ -17,14 +17,14 @@ pub(super) fn sample(dir: &Path) -> CgroupSample {
     let usage = read_u64(&dir.join("memory.current")).unwrap_or(0);
     CgroupSample {
         cpu: CpuUsage {
-            total_ns: c("usage_usec") * 1000,
-            user_ns: c("user_usec") * 1000,
-            system_ns: c("system_usec") * 1000,
+            total_ns: c("usage_usec").saturating_mul(1000),
+            user_ns: c("user_usec").saturating_mul(1000),
+            system_ns: c("system_usec").saturating_mul(1000),
         },
         cfs: CfsStats {
             periods: c("nr_periods"),
             throttled_periods: c("nr_throttled"),
-            throttled_ns: c("throttled_usec") * 1000,
+            throttled_ns: c("throttled_usec").saturating_mul(1000),
         },
         memory: MemoryUsage {
             usage,

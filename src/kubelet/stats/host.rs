@@ -17,7 +17,7 @@ pub fn boot_time(proc_root: &Path) -> Option<SystemTime> {
         .trim()
         .parse()
         .ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
 /// When a cgroup was made (its directory's modification time).

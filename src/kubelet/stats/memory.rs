@@ -90,7 +90,7 @@ pub fn read_meminfo(path: &Path) -> Result<BTreeMap<String, u64>, MemoryReadErro
             let mut it = rest.split_whitespace();
             let value: u64 = it.next()?.parse().ok()?;
             let factor = if it.next() == Some("kB") { 1024 } else { 1 };
-            Some((key.trim().to_string(), value * factor))
+            Some((key.trim().to_string(), value.saturating_mul(factor)))
         })
         .collect())
 }

@@ -67,7 +67,7 @@ pub fn cgroup_cpu_usage_ns(dir: &Path, unified: bool) -> Result<u64, MemoryReadE
         let stat = read_memory_stat(&path)?;
         return stat
             .get("usage_usec")
-            .map(|us| us * 1000)
+            .map(|us| us.saturating_mul(1000))
             .ok_or(MemoryReadError::Parse {
                 path,
                 detail: "no usage_usec".into(),
