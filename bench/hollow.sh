@@ -10,9 +10,10 @@
 #   bench/hollow.sh [NODES:PODS ...]      default: 100:10
 #
 # BENCH_PROFILE: release (default) or debug, for the kubelet binary
-# (BENCH_KUBELET names another kubelet binary); BENCH_DRIVER_PROFILE (debug,
-# the default, or release) for the driver and the API server double, which
-# run in the test process. HOLLOW_STEADY_SECS:
+# (BENCH_KUBELET names another kubelet binary); BENCH_DRIVER_PROFILE
+# (release, the default, or debug) for the driver and the API server
+# double, which run in the test process (a debug double is the bottleneck
+# at 100 nodes). HOLLOW_STEADY_SECS:
 # the steady-state window (default 60). HOLLOW_LOG: a file for the hollow
 # process's log (default: none). Needs no root and no containerd.
 set -euo pipefail
@@ -30,7 +31,7 @@ if [ -z "${BENCH_KUBELET:-}" ]; then
 fi
 kubelet_bin=${BENCH_KUBELET:-$repo/target/$profile/kubelet}
 cargo_profile=()
-[ "${BENCH_DRIVER_PROFILE:-debug}" = release ] && cargo_profile=(--release)
+[ "${BENCH_DRIVER_PROFILE:-release}" = release ] && cargo_profile=(--release)
 cargo test "${cargo_profile[@]}" --test hollow --no-run >&2
 
 [ $# -gt 0 ] || set -- 100:10
