@@ -11,7 +11,7 @@ use tonic::Code;
 
 use crate::cri::api::{AttachRequest, ExecRequest, PortForwardRequest};
 use crate::cri::{CriError, RuntimeService};
-use crate::kubelet::container::{RunningContainer, RunningPod, Runtime};
+use crate::kubelet::container::{RunningContainer, RunningPod, Runtime, RuntimeError};
 use crate::kubelet::kuberuntime::kill::get_container_spec;
 use crate::kubelet::pod::PodManager;
 use crate::kubelet::types::build_pod_full_name;
@@ -25,26 +25,59 @@ pub struct StreamOptions {
     pub tty: bool,
 }
 
-/// Why no stream was prepared; the kind picks the HTTP status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why no stream was prepared; [`StreamingError::status`] picks the HTTP
+/// status.
+#[derive(Debug, thiserror::Error)]
 pub enum StreamingError {
-    /// The runtime does not know the container or sandbox (404).
-    #[error("{0}")]
-    NotFound(String),
-    /// The runtime's streaming server is full (429).
-    #[error("{0}")]
-    Busy(String),
-    /// Anything else (500).
-    #[error("{0}")]
-    Other(String),
+    /// The runtime refused to prepare the stream: NotFound is a 404,
+    /// ResourceExhausted (its streaming server is full) a 429, the rest 500.
+    #[error(transparent)]
+    Runtime(#[from] CriError),
+    /// Listing the runtime's pods failed.
+    #[error(transparent)]
+    Pods(#[from] RuntimeError),
+    /// `/run`'s command failed to run or exited non-zero (always a 500, as
+    /// in Go, whatever the runtime's code).
+    #[error(transparent)]
+    Run(CriError),
+    /// No running container of that name in the pod.
+    #[error("container not found ({0:?})")]
+    ContainerNotFound(String),
+    /// Attach: the container is not running, or not in the pod's spec.
+    #[error("container {container} not found in pod {pod}")]
+    ContainerNotInPod { container: String, pod: String },
+    /// Attach: the pod (full name) is not a desired pod.
+    #[error("pod {0} not found")]
+    PodNotFound(String),
+    /// Port forward: the runtime runs nothing of the pod (full name).
+    #[error("pod not found ({0:?})")]
+    RunningPodNotFound(String),
+    /// Port forward: the running pod (full name) has no sandbox.
+    #[error("failed to find sandboxID for pod {0}")]
+    NoSandbox(String),
 }
 
-impl From<CriError> for StreamingError {
-    fn from(e: CriError) -> Self {
-        match e.code() {
-            Some(Code::NotFound) => StreamingError::NotFound(e.to_string()),
-            Some(Code::ResourceExhausted) => StreamingError::Busy(e.to_string()),
-            _ => StreamingError::Other(e.to_string()),
+/// What kind of HTTP answer a [`StreamingError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamingFailure {
+    /// 404.
+    NotFound,
+    /// 429, retry later.
+    Busy,
+    /// 500.
+    Internal,
+}
+
+impl StreamingError {
+    /// The HTTP answer this error is.
+    pub fn status(&self) -> StreamingFailure {
+        match self {
+            StreamingError::Runtime(e) => match e.code() {
+                Some(Code::NotFound) => StreamingFailure::NotFound,
+                Some(Code::ResourceExhausted) => StreamingFailure::Busy,
+                _ => StreamingFailure::Internal,
+            },
+            _ => StreamingFailure::Internal,
         }
     }
 }
@@ -110,11 +143,7 @@ impl KubeletStreaming {
         full_name: &str,
         uid: &str,
     ) -> Result<Option<RunningPod>, StreamingError> {
-        let pods = self
-            .runtime
-            .get_pods(false)
-            .await
-            .map_err(|e| StreamingError::Other(e.to_string()))?;
+        let pods = self.runtime.get_pods(false).await?;
         let uid = self.pod_manager.translate_pod_uid(uid).0;
         Ok(pods.into_iter().find(|p| {
             if uid.is_empty() {
@@ -155,7 +184,7 @@ impl StreamingHost for KubeletStreaming {
         let c = self
             .find_container(&full_name(pod), pod_uid, container)
             .await?
-            .ok_or_else(|| StreamingError::Other(format!("container not found ({container:?})")))?;
+            .ok_or_else(|| StreamingError::ContainerNotFound(container.to_string()))?;
         let req = ExecRequest {
             container_id: c.id.id,
             cmd,
@@ -175,8 +204,10 @@ impl StreamingHost for KubeletStreaming {
         opts: StreamOptions,
     ) -> Result<String, StreamingError> {
         let full = full_name(pod);
-        let not_found =
-            || StreamingError::Other(format!("container {container} not found in pod {full}"));
+        let not_found = || StreamingError::ContainerNotInPod {
+            container: container.to_string(),
+            pod: full.clone(),
+        };
         let c = self
             .find_container(&full, pod_uid, container)
             .await?
@@ -186,7 +217,7 @@ impl StreamingHost for KubeletStreaming {
             .pod_manager
             .get_pod_by_full_name(&full)
             .filter(|p| pod_uid.is_empty() || p.metadata.uid.as_deref() == Some(pod_uid))
-            .ok_or_else(|| StreamingError::Other(format!("pod {full} not found")))?;
+            .ok_or_else(|| StreamingError::PodNotFound(full.clone()))?;
         let spec = get_container_spec(&desired, container).ok_or_else(not_found)?;
         let req = AttachRequest {
             container_id: c.id.id,
@@ -205,10 +236,11 @@ impl StreamingHost for KubeletStreaming {
             .find_pod(&full, uid)
             .await?
             .filter(|p| !p.is_empty())
-            .ok_or_else(|| StreamingError::Other(format!("pod not found ({full:?})")))?;
-        let sandbox = running.sandboxes.first().ok_or_else(|| {
-            StreamingError::Other(format!("failed to find sandboxID for pod {}", running.name))
-        })?;
+            .ok_or_else(|| StreamingError::RunningPodNotFound(full.clone()))?;
+        let sandbox = running
+            .sandboxes
+            .first()
+            .ok_or_else(|| StreamingError::NoSandbox(running.name.clone()))?;
         let req = PortForwardRequest {
             pod_sandbox_id: sandbox.id.id.clone(),
             port: ports,
@@ -226,13 +258,13 @@ impl StreamingHost for KubeletStreaming {
         let c = self
             .find_container(&full_name(pod), pod_uid, container)
             .await?
-            .ok_or_else(|| StreamingError::Other(format!("container not found ({container:?})")))?;
+            .ok_or_else(|| StreamingError::ContainerNotFound(container.to_string()))?;
         // No timeout, as the Go kubelet runs it; stdout, then stderr.
         let out = self
             .runtime_service
             .exec_sync(&c.id.id, &cmd, Duration::ZERO)
             .await
-            .map_err(|e| StreamingError::Other(e.to_string()))?;
+            .map_err(StreamingError::Run)?;
         let mut all = out.stdout;
         all.extend_from_slice(&out.stderr);
         Ok(all)

@@ -67,8 +67,7 @@ pub async fn stats_provider(
     let mut config = tokio::task::spawn_blocking(move || {
         NodeStatsProviderConfig::detect(&node, &root, &pods_cgroup, systemd_driver)
     })
-    .await
-    .map_err(|e| StatsError::Other(e.to_string()))??;
+    .await??;
     config.pod_logs_dir = logs;
     Ok(Arc::new(NodeStatsProvider::new(
         config,

@@ -12,7 +12,7 @@ use super::proxy::{is_websocket_request, proxy_stream};
 use super::router::{
     Handler, HandlerFuture, RequestBody, ResponseBody, decode_path, respond, text,
 };
-use crate::kubelet::streaming::{StreamOptions, StreamingError, StreamingHost};
+use crate::kubelet::streaming::{StreamOptions, StreamingError, StreamingFailure, StreamingHost};
 
 /// The verbs, each a path tree of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,10 +153,10 @@ pub fn port_forward_ports(query: Option<&str>, websocket: bool) -> Result<Vec<i3
 }
 
 fn streaming_error(e: &StreamingError) -> Response<ResponseBody> {
-    let (status, retry) = match e {
-        StreamingError::NotFound(_) => (StatusCode::NOT_FOUND, false),
-        StreamingError::Busy(_) => (StatusCode::TOO_MANY_REQUESTS, true),
-        StreamingError::Other(_) => (StatusCode::INTERNAL_SERVER_ERROR, false),
+    let (status, retry) = match e.status() {
+        StreamingFailure::NotFound => (StatusCode::NOT_FOUND, false),
+        StreamingFailure::Busy => (StatusCode::TOO_MANY_REQUESTS, true),
+        StreamingFailure::Internal => (StatusCode::INTERNAL_SERVER_ERROR, false),
     };
     let mut resp = text(status, e.to_string());
     if retry {

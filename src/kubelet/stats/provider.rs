@@ -37,8 +37,12 @@ pub enum StatsError {
     Fs(#[from] FsUsageError),
     #[error("runtime: {0}")]
     Runtime(#[from] crate::cri::CriError),
-    #[error("{0}")]
-    Other(String),
+    #[error("cgroup layout: {0}")]
+    CgroupLayout(#[source] Box<crate::cm::CmError>),
+    #[error("memory cgroup mount point not found")]
+    NoMemoryMount,
+    #[error("stats task: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// Where the eviction manager reads node and pod statistics.
@@ -89,10 +93,10 @@ impl NodeStatsProviderConfig {
     ) -> Result<Self, StatsError> {
         let subsystems =
             crate::cm::subsystems::CgroupSubsystems::detect(&crate::cm::host::HostPaths::default())
-                .map_err(|e| StatsError::Other(format!("cgroup layout: {e}")))?;
+                .map_err(|e| StatsError::CgroupLayout(Box::new(e)))?;
         let memory = subsystems
             .mount_point("memory")
-            .ok_or_else(|| StatsError::Other("memory cgroup mount point not found".into()))?;
+            .ok_or(StatsError::NoMemoryMount)?;
         Ok(NodeStatsProviderConfig {
             node_name: node_name.to_string(),
             root_dir: root_dir.to_path_buf(),
@@ -282,8 +286,7 @@ impl StatsProvider for NodeStatsProvider {
         tokio::task::spawn_blocking(move || {
             blocking_summary(&config, image_mount.as_deref(), &pods, containers, &started)
         })
-        .await
-        .map_err(|e| StatsError::Other(format!("stats task: {e}")))?
+        .await?
     }
 
     async fn has_dedicated_image_fs(&self) -> Result<bool, StatsError> {
@@ -302,8 +305,7 @@ impl StatsProvider for NodeStatsProvider {
             };
             Ok(dev(&mount)? != dev(&root)?)
         })
-        .await
-        .map_err(|e| StatsError::Other(format!("stats task: {e}")))?
+        .await?
     }
 }
 

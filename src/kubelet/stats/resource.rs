@@ -213,8 +213,7 @@ impl NodeStatsProvider {
                 pod_usage(&config, &pods, now),
             )
         })
-        .await
-        .map_err(|e| StatsError::Other(format!("stats task: {e}")))?;
+        .await?;
         containers
             .sort_by(|a, b| (&a.namespace, &a.pod, &a.name).cmp(&(&b.namespace, &b.pod, &b.name)));
         Ok(ResourceUsage {

@@ -2,6 +2,7 @@ use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
+use crate::cri::CriError;
 use crate::kubelet::server::router::request_body;
 
 #[test]
@@ -83,9 +84,18 @@ struct Host;
 
 fn err_for(container: &str) -> StreamingError {
     match container {
-        "gone" => StreamingError::NotFound("container gone".into()),
-        "busy" => StreamingError::Busy("too many streams".into()),
-        c => StreamingError::Other(format!("container not found ({c:?})")),
+        "gone" => StreamingError::Runtime(CriError::NotFound {
+            endpoint: "fake".into(),
+            rpc: "Exec",
+            message: "container gone".into(),
+        }),
+        "busy" => StreamingError::Runtime(CriError::Rpc {
+            endpoint: "fake".into(),
+            rpc: "Attach",
+            code: tonic::Code::ResourceExhausted,
+            message: "too many streams".into(),
+        }),
+        c => StreamingError::ContainerNotFound(c.to_string()),
     }
 }
 
@@ -134,9 +144,13 @@ impl StreamingHost for Host {
         if container == "c" {
             Ok(format!("{cmd:?}").into_bytes())
         } else {
-            Err(StreamingError::Other(
-                "command 'false' exited with 1: ".into(),
-            ))
+            Err(StreamingError::Run(CriError::ExitCode {
+                container: container.to_string(),
+                cmd: "false".into(),
+                code: 1,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+            }))
         }
     }
 }
@@ -170,14 +184,14 @@ async fn refusals_and_run() {
             Method::POST,
             "/exec/ns/p/gone?output=1",
             404,
-            "container gone",
+            "Exec on fake: rpc error: code = NotFound desc = container gone",
         ),
         (
             Verb::Attach,
             Method::GET,
             "/attach/ns/p/busy?output=1",
             429,
-            "too many streams",
+            "Attach on fake: rpc error: code = ResourceExhausted desc = too many streams",
         ),
         (
             Verb::Exec,
@@ -249,4 +263,47 @@ async fn refusals_and_run() {
             "{method} {uri}"
         );
     }
+}
+
+#[test]
+fn streaming_errors_answer_as_go() {
+    let not_found = || CriError::NotFound {
+        endpoint: "e".into(),
+        rpc: "Exec",
+        message: "m".into(),
+    };
+    let cases = [
+        (
+            StreamingError::Runtime(not_found()),
+            StreamingFailure::NotFound,
+        ),
+        // /run answers 500 whatever the runtime's code.
+        (StreamingError::Run(not_found()), StreamingFailure::Internal),
+        (
+            StreamingError::Runtime(CriError::Unavailable {
+                endpoint: "e".into(),
+                rpc: "Exec",
+                message: "m".into(),
+            }),
+            StreamingFailure::Internal,
+        ),
+        (
+            StreamingError::NoSandbox("p_ns".into()),
+            StreamingFailure::Internal,
+        ),
+        (
+            StreamingError::ContainerNotInPod {
+                container: "c".into(),
+                pod: "p_ns".into(),
+            },
+            StreamingFailure::Internal,
+        ),
+    ];
+    for (e, want) in cases {
+        assert_eq!(e.status(), want, "{e}");
+    }
+    assert_eq!(
+        StreamingError::NoSandbox("p_ns".into()).to_string(),
+        "failed to find sandboxID for pod p_ns"
+    );
 }
