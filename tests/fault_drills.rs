@@ -12,7 +12,8 @@
 //!
 //! Also: corrupt state files at start-up, and containerd killed while pods
 //! start and probes run, in API mode against the API server double (or the
-//! real kube-apiserver KUBELET_RS_TEST_KUBECONFIG names).
+//! real kube-apiserver KUBELET_RS_TEST_KUBECONFIG names); the root dir and
+//! the pod logs dir full; a flood of invalid manifests.
 
 #[path = "e2e/harness.rs"]
 #[allow(dead_code)]
@@ -578,6 +579,25 @@ fn fill(dir: &std::path::Path) -> u64 {
     written
 }
 
+/// Fills the filesystem of `dir` with `dir/filler` until about `leave`
+/// bytes are free.
+fn fill_leaving(dir: &std::path::Path, leave: u64) -> u64 {
+    use std::io::Write;
+    let free = || {
+        nix::sys::statvfs::statvfs(dir)
+            .map(|s| s.blocks_available() * s.fragment_size())
+            .unwrap_or(0)
+    };
+    let mut f = std::fs::File::create(dir.join("filler")).expect("filler");
+    let chunk = vec![0x5au8; 64 * 1024];
+    let mut written = 0u64;
+    while free() > leave + chunk.len() as u64 && f.write_all(&chunk).is_ok() {
+        written += chunk.len() as u64;
+    }
+    let _ = f.sync_all();
+    written
+}
+
 /// The root dir full (a small tmpfs at 100%): the kubelet keeps running
 /// and healthy, the pod it already runs is untouched, the state files stay
 /// whole (no half-written file, no temporary left), a new pod waits with
@@ -671,6 +691,193 @@ async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
         hosts.contains("late"),
         "the managed hosts file is whole: {hosts:?}"
     );
+    kubelet.stop().await.expect("kubelet stops cleanly");
+}
+
+/// Every file under `dir` whose name ends with `suffix`, relative to `dir`.
+fn files_ending(dir: &std::path::Path, suffix: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(suffix) {
+                out.push(p.strip_prefix(dir).unwrap_or(&p).to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The pod logs directory full (its own small tmpfs at 100%) while a
+/// container writes and its log rotates (containerLogMaxSize 1Mi): the
+/// kubelet keeps running and healthy, the container is untouched, a
+/// rotation that cannot compress leaves no temporary and no cut-short
+/// `.gz` behind (every compressed log decompresses whole), and once space is
+/// back rotation goes on and a pod created meanwhile runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_pod_logs_dir_keeps_the_kubelet_and_its_pods_running() {
+    let Some(rig) = Containerd::start("fault_drills_logs") else {
+        return;
+    };
+    let dirs = NodeDirs::new();
+    let Some(_logs_fs) = Tmpfs::mount(&dirs.path("logs"), "16m") else {
+        eprintln!("SKIPPED: no tmpfs mount here");
+        assert!(std::env::var_os("CI").is_none(), "CI needs tmpfs mounts");
+        return;
+    };
+    for d in ["logs/pods", "logs/containers"] {
+        std::fs::create_dir_all(dirs.path(d)).expect("logs dirs");
+    }
+    let root = make_cgroup_root(&rig, "logsfull");
+    let ports = Ports {
+        main: 22233,
+        read_only: 22234,
+        healthz: 22235,
+    };
+    let cfg = config(
+        &dirs,
+        &root,
+        ports,
+        "evictionHard:\n  memory.available: 100Mi\ncontainerLogMaxSize: 1Mi\ncontainerLogMaxFiles: 3\n",
+    );
+    let bb = &images().busybox;
+    // About 200 KB a second of log that compresses only to three quarters:
+    // a rotation every check period, and compressing needs real space.
+    let chatty = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: chatty\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sh, -c, 'while true; do head -c 15000 /dev/urandom | base64; sleep 0.1; done']\n"
+    );
+    dirs.write_manifest("chatty.yaml", &chatty);
+    let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, NODE), |s| deps(&dirs, s));
+    let wait = Duration::from_secs(60);
+    let running = wait_pod(
+        ports.read_only,
+        &format!("chatty-{NODE}"),
+        wait,
+        "Running",
+        |p| phase(p) == "Running",
+    )
+    .await;
+    let id = container(&running, "c")
+        .and_then(|c| c.container_id.clone())
+        .expect("container id");
+    let logs = dirs.path("logs/pods");
+    let rotated = support::eventually(Duration::from_secs(60), || {
+        let logs = logs.clone();
+        async move {
+            let gz = files_ending(&logs, ".gz");
+            (!gz.is_empty()).then_some(gz)
+        }
+    })
+    .await
+    .expect("the log rotates and compresses before the disk fills");
+    eprintln!("rotated before the fill: {rotated:?}");
+
+    // Room for the live log to pass 1Mi, not for compressing the rotated
+    // one beside it: the container's own writes fill the rest.
+    let filled = fill_leaving(&dirs.path("logs"), 1_300_000);
+    eprintln!("pod logs dir filled: {filled} bytes of filler, 1.3 MB left for the container");
+    dirs.write_manifest(
+        "late.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: late\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sleep, '3600']\n"
+        ),
+    );
+    // The disk full with a rotation due: the live log over the limit and
+    // the last rotated log waiting for compression, which has no room.
+    let blocked = support::eventually(Duration::from_secs(60), || {
+        let logs = logs.clone();
+        async move {
+            let files = files_ending(&logs, "");
+            let live_over = files.iter().any(|f| {
+                f.to_string_lossy()
+                    .starts_with(&format!("default_chatty-{NODE}_"))
+                    && f.ends_with("0.log")
+                    && std::fs::metadata(logs.join(f)).is_ok_and(|m| m.len() >= 1 << 20)
+            });
+            let waiting = files.iter().any(|f| {
+                let name = f.to_string_lossy();
+                name.contains("0.log.") && !name.ends_with(".gz") && !name.ends_with(".tmp")
+            });
+            (live_over && waiting).then_some(files)
+        }
+    })
+    .await
+    .unwrap_or_else(|| {
+        let sizes: Vec<(std::path::PathBuf, u64)> = files_ending(&logs, "")
+            .into_iter()
+            .map(|f| {
+                let len = std::fs::metadata(logs.join(&f)).map_or(0, |m| m.len());
+                (f, len)
+            })
+            .collect();
+        panic!("no rotation due on the full disk; files: {sizes:?}")
+    });
+    eprintln!("rotation blocked by the full disk: {blocked:?}");
+    // Two more check periods of rotation against the full disk.
+    tokio::time::sleep(Duration::from_secs(22)).await;
+    assert_eq!(
+        http_get(ports.healthz, "/healthz").map(|(c, _)| c),
+        Some(200),
+        "healthy with a full pod logs dir"
+    );
+    assert!(!kubelet.handle.is_finished(), "the kubelet keeps running");
+    let listed = pods(ports.read_only);
+    eprintln!(
+        "late pod while full: {:?}",
+        listed.get(&format!("late-{NODE}")).map(phase)
+    );
+    let now = &listed[&format!("chatty-{NODE}")];
+    assert_eq!(phase(now), "Running");
+    assert_eq!(
+        container(now, "c").and_then(|c| c.container_id.clone()),
+        Some(id.clone()),
+        "the writing container is untouched"
+    );
+    eprintln!(
+        "while full: {:?}",
+        files_ending(&logs, "")
+            .iter()
+            .map(|f| f
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned())
+            .collect::<Vec<_>>()
+    );
+    let temporaries = files_ending(&logs, ".tmp");
+    assert!(temporaries.is_empty(), "temporaries left: {temporaries:?}");
+    for gz in files_ending(&logs, ".gz") {
+        let f = std::fs::File::open(logs.join(&gz)).expect("gz");
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(f), &mut text)
+            .unwrap_or_else(|e| panic!("{gz:?} is not whole: {e}"));
+    }
+
+    std::fs::remove_file(dirs.path("logs/filler")).expect("free the space");
+    let before: BTreeSet<_> = files_ending(&logs, ".gz").into_iter().collect();
+    let after = support::eventually(Duration::from_secs(60), || {
+        let (logs, before) = (logs.clone(), before.clone());
+        async move {
+            let now: BTreeSet<_> = files_ending(&logs, ".gz").into_iter().collect();
+            (now.difference(&before).count() > 0).then_some(now)
+        }
+    })
+    .await
+    .expect("rotation goes on once space is back");
+    eprintln!("compressed logs after the space came back: {after:?}");
+    wait_pod(
+        ports.read_only,
+        &format!("late-{NODE}"),
+        wait,
+        "Running",
+        |p| phase(p) == "Running",
+    )
+    .await;
+    assert!(files_ending(&logs, ".tmp").is_empty(), "no temporaries");
     kubelet.stop().await.expect("kubelet stops cleanly");
 }
 
