@@ -562,26 +562,9 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Fills the filesystem of `dir` with `dir/filler` until it is full.
-fn fill(dir: &std::path::Path) -> u64 {
-    use std::io::Write;
-    let mut f = std::fs::File::create(dir.join("filler")).expect("filler");
-    let chunk = vec![0x5au8; 64 * 1024];
-    let mut written = 0u64;
-    while f.write_all(&chunk).is_ok() {
-        written += chunk.len() as u64;
-    }
-    // The last partial chunk, byte by byte in small pieces.
-    while f.write_all(&chunk[..512]).is_ok() {
-        written += 512;
-    }
-    let _ = f.sync_all();
-    written
-}
-
 /// Fills the filesystem of `dir` with `dir/filler` until about `leave`
-/// bytes are free.
-fn fill_leaving(dir: &std::path::Path, leave: u64) -> u64 {
+/// bytes are free (0: until a write fails, the last bytes in small pieces).
+fn fill(dir: &std::path::Path, leave: u64) -> u64 {
     use std::io::Write;
     let free = || {
         nix::sys::statvfs::statvfs(dir)
@@ -591,11 +574,55 @@ fn fill_leaving(dir: &std::path::Path, leave: u64) -> u64 {
     let mut f = std::fs::File::create(dir.join("filler")).expect("filler");
     let chunk = vec![0x5au8; 64 * 1024];
     let mut written = 0u64;
-    while free() > leave + chunk.len() as u64 && f.write_all(&chunk).is_ok() {
+    while (leave == 0 || free() > leave + chunk.len() as u64) && f.write_all(&chunk).is_ok() {
         written += chunk.len() as u64;
+    }
+    while leave == 0 && f.write_all(&chunk[..512]).is_ok() {
+        written += 512;
     }
     let _ = f.sync_all();
     written
+}
+
+/// A kubelet's directories with `rel` on its own small tmpfs, a private
+/// containerd and a cgroup root, and a configuration with `extra`; `None`
+/// (the test skipped) where no tmpfs can be mounted outside CI.
+struct FullDiskRig {
+    rig: Containerd,
+    dirs: NodeDirs,
+    _fs: Tmpfs,
+    cfg: std::path::PathBuf,
+}
+
+fn full_disk_rig(
+    name: &str,
+    rel: &str,
+    size: &str,
+    ports: Ports,
+    extra: &str,
+) -> Option<FullDiskRig> {
+    let rig = Containerd::start(&format!("fault_drills_{name}"))?;
+    let dirs = NodeDirs::new();
+    let Some(fs) = Tmpfs::mount(&dirs.path(rel), size) else {
+        eprintln!("SKIPPED: no tmpfs mount here");
+        assert!(std::env::var_os("CI").is_none(), "CI needs tmpfs mounts");
+        return None;
+    };
+    let root = make_cgroup_root(&rig, name);
+    // Memory thresholds only: a full disk here must not also evict (that
+    // is the eviction manager's drill, tests/eviction.rs).
+    let cfg = config(
+        &dirs,
+        &root,
+        ports,
+        &format!("evictionHard:\n  memory.available: 100Mi\n{extra}"),
+    );
+    Some(FullDiskRig {
+        rig,
+        dirs,
+        _fs: fs,
+        cfg,
+    })
 }
 
 /// The root dir full (a small tmpfs at 100%): the kubelet keeps running
@@ -606,27 +633,20 @@ fn fill_leaving(dir: &std::path::Path, leave: u64) -> u64 {
 /// not also evict (that is the eviction manager's drill, tests/eviction.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
-    let Some(rig) = Containerd::start("fault_drills_disk") else {
-        return;
-    };
-    let dirs = NodeDirs::new();
-    let Some(_root_fs) = Tmpfs::mount(&dirs.path("root"), "24m") else {
-        eprintln!("SKIPPED: no tmpfs mount here");
-        assert!(std::env::var_os("CI").is_none(), "CI needs tmpfs mounts");
-        return;
-    };
-    let root = make_cgroup_root(&rig, "diskfull");
     let ports = Ports {
         main: 22245,
         read_only: 22246,
         healthz: 22247,
     };
-    let cfg = config(
-        &dirs,
-        &root,
-        ports,
-        "evictionHard:\n  memory.available: 100Mi\n",
-    );
+    let Some(FullDiskRig {
+        rig,
+        dirs,
+        _fs,
+        cfg,
+    }) = full_disk_rig("disk", "root", "24m", ports, "")
+    else {
+        return;
+    };
     let bb = &images().busybox;
     let manifest = |name: &str| {
         format!(
@@ -648,7 +668,7 @@ async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
         .and_then(|c| c.container_id.clone())
         .expect("container id");
 
-    let filled = fill(&dirs.path("root"));
+    let filled = fill(&dirs.path("root"), 0);
     eprintln!("root dir full: {filled} bytes of filler");
     dirs.write_manifest("late.yaml", &manifest("late"));
     tokio::time::sleep(Duration::from_secs(15)).await;
@@ -720,30 +740,29 @@ fn files_ending(dir: &std::path::Path, suffix: &str) -> Vec<std::path::PathBuf> 
 /// back rotation goes on and a pod created meanwhile runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_pod_logs_dir_keeps_the_kubelet_and_its_pods_running() {
-    let Some(rig) = Containerd::start("fault_drills_logs") else {
-        return;
-    };
-    let dirs = NodeDirs::new();
-    let Some(_logs_fs) = Tmpfs::mount(&dirs.path("logs"), "16m") else {
-        eprintln!("SKIPPED: no tmpfs mount here");
-        assert!(std::env::var_os("CI").is_none(), "CI needs tmpfs mounts");
-        return;
-    };
-    for d in ["logs/pods", "logs/containers"] {
-        std::fs::create_dir_all(dirs.path(d)).expect("logs dirs");
-    }
-    let root = make_cgroup_root(&rig, "logsfull");
     let ports = Ports {
         main: 22233,
         read_only: 22234,
         healthz: 22235,
     };
-    let cfg = config(
-        &dirs,
-        &root,
+    let Some(FullDiskRig {
+        rig,
+        dirs,
+        _fs,
+        cfg,
+    }) = full_disk_rig(
+        "logs",
+        "logs",
+        "16m",
         ports,
-        "evictionHard:\n  memory.available: 100Mi\ncontainerLogMaxSize: 1Mi\ncontainerLogMaxFiles: 3\n",
-    );
+        "containerLogMaxSize: 1Mi\ncontainerLogMaxFiles: 3\n",
+    )
+    else {
+        return;
+    };
+    for d in ["logs/pods", "logs/containers"] {
+        std::fs::create_dir_all(dirs.path(d)).expect("logs dirs");
+    }
     let bb = &images().busybox;
     // About 200 KB a second of log that compresses only to three quarters:
     // a rotation every check period, and compressing needs real space.
@@ -778,7 +797,7 @@ async fn full_pod_logs_dir_keeps_the_kubelet_and_its_pods_running() {
 
     // Room for the live log to pass 1Mi, not for compressing the rotated
     // one beside it: the container's own writes fill the rest.
-    let filled = fill_leaving(&dirs.path("logs"), 1_300_000);
+    let filled = fill(&dirs.path("logs"), 1_300_000);
     eprintln!("pod logs dir filled: {filled} bytes of filler, 1.3 MB left for the container");
     dirs.write_manifest(
         "late.yaml",
