@@ -625,6 +625,59 @@ fn full_disk_rig(
     })
 }
 
+/// A static pod of one busybox container `c` running `command` (a YAML
+/// flow sequence).
+fn busybox_pod(name: &str, command: &str) -> String {
+    let bb = &images().busybox;
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: {command}\n"
+    )
+}
+
+const SLEEP: &str = "[sleep, '3600']";
+
+/// Waits until static pod `name` runs; its container `c`'s id.
+async fn running_container_id(port: u16, name: &str) -> String {
+    let pod = wait_pod(
+        port,
+        &format!("{name}-{NODE}"),
+        Duration::from_secs(60),
+        "Running",
+        |p| phase(p) == "Running",
+    )
+    .await;
+    container(&pod, "c")
+        .and_then(|c| c.container_id.clone())
+        .expect("container id")
+}
+
+/// The kubelet healthy and running on a full disk, and pod `name` still
+/// running container `id`; the pods it lists.
+fn assert_still_serving(
+    ports: Ports,
+    kubelet: &Kubelet,
+    name: &str,
+    id: &str,
+) -> BTreeMap<String, k8s_openapi::api::core::v1::Pod> {
+    assert_eq!(
+        http_get(ports.healthz, "/healthz").map(|(c, _)| c),
+        Some(200),
+        "healthy with a full disk"
+    );
+    assert!(!kubelet.handle.is_finished(), "the kubelet keeps running");
+    let listed = pods(ports.read_only);
+    let now = &listed[&format!("{name}-{NODE}")];
+    assert_eq!(phase(now), "Running");
+    assert_eq!(
+        container(now, "c")
+            .and_then(|c| c.container_id.clone())
+            .as_deref(),
+        Some(id),
+        "the running pod {name} is untouched"
+    );
+    listed
+}
+
 /// The root dir full (a small tmpfs at 100%): the kubelet keeps running
 /// and healthy, the pod it already runs is untouched, the state files stay
 /// whole (no half-written file, no temporary left), a new pod waits with
@@ -647,47 +700,17 @@ async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
     else {
         return;
     };
-    let bb = &images().busybox;
-    let manifest = |name: &str| {
-        format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sleep, '3600']\n"
-        )
-    };
-    dirs.write_manifest("quiet.yaml", &manifest("quiet"));
+    dirs.write_manifest("quiet.yaml", &busybox_pod("quiet", SLEEP));
     let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, NODE), |s| deps(&dirs, s));
-    let wait = Duration::from_secs(60);
-    let quiet = wait_pod(
-        ports.read_only,
-        &format!("quiet-{NODE}"),
-        wait,
-        "Running",
-        |p| phase(p) == "Running",
-    )
-    .await;
-    let quiet_id = container(&quiet, "c")
-        .and_then(|c| c.container_id.clone())
-        .expect("container id");
+    let quiet_id = running_container_id(ports.read_only, "quiet").await;
 
     let filled = fill(&dirs.path("root"), 0);
     eprintln!("root dir full: {filled} bytes of filler");
-    dirs.write_manifest("late.yaml", &manifest("late"));
+    dirs.write_manifest("late.yaml", &busybox_pod("late", SLEEP));
     tokio::time::sleep(Duration::from_secs(15)).await;
-    let listed = pods(ports.read_only);
+    let listed = assert_still_serving(ports, &kubelet, "quiet", &quiet_id);
     let late = listed.get(&format!("late-{NODE}")).expect("late is known");
     assert_ne!(phase(late), "Running", "no room for its files yet");
-    assert_eq!(
-        http_get(ports.healthz, "/healthz").map(|(c, _)| c),
-        Some(200),
-        "healthy with a full root dir"
-    );
-    assert!(!kubelet.handle.is_finished(), "the kubelet keeps running");
-    let quiet_now = &listed[&format!("quiet-{NODE}")];
-    assert_eq!(phase(quiet_now), "Running");
-    assert_eq!(
-        container(quiet_now, "c").and_then(|c| c.container_id.clone()),
-        Some(quiet_id.clone()),
-        "the running pod is untouched"
-    );
     for state in ["cpu_manager_state", "memory_manager_state"] {
         let text = std::fs::read_to_string(dirs.path("root").join(state)).expect(state);
         serde_json::from_str::<serde_json::Value>(&text)
@@ -697,15 +720,9 @@ async fn full_root_dir_keeps_the_kubelet_and_its_pods_running() {
     assert!(temporaries.is_empty(), "temporaries left: {temporaries:?}");
 
     std::fs::remove_file(dirs.path("root/filler")).expect("free the space");
-    let late = wait_pod(
-        ports.read_only,
-        &format!("late-{NODE}"),
-        wait,
-        "Running",
-        |p| phase(p) == "Running",
-    )
-    .await;
-    let hosts = std::fs::read_to_string(dirs.path("root/pods").join(uid(&late)).join("etc-hosts"))
+    running_container_id(ports.read_only, "late").await;
+    let late = &pods(ports.read_only)[&format!("late-{NODE}")];
+    let hosts = std::fs::read_to_string(dirs.path("root/pods").join(uid(late)).join("etc-hosts"))
         .expect("etc-hosts");
     assert!(
         hosts.contains("late"),
@@ -763,26 +780,17 @@ async fn full_pod_logs_dir_keeps_the_kubelet_and_its_pods_running() {
     for d in ["logs/pods", "logs/containers"] {
         std::fs::create_dir_all(dirs.path(d)).expect("logs dirs");
     }
-    let bb = &images().busybox;
     // About 200 KB a second of log that compresses only to three quarters:
     // a rotation every check period, and compressing needs real space.
-    let chatty = format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: chatty\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sh, -c, 'while true; do head -c 15000 /dev/urandom | base64; sleep 0.1; done']\n"
+    dirs.write_manifest(
+        "chatty.yaml",
+        &busybox_pod(
+            "chatty",
+            "[sh, -c, 'while true; do head -c 15000 /dev/urandom | base64; sleep 0.1; done']",
+        ),
     );
-    dirs.write_manifest("chatty.yaml", &chatty);
     let kubelet = Kubelet::start(args(&dirs, &rig, &cfg, NODE), |s| deps(&dirs, s));
-    let wait = Duration::from_secs(60);
-    let running = wait_pod(
-        ports.read_only,
-        &format!("chatty-{NODE}"),
-        wait,
-        "Running",
-        |p| phase(p) == "Running",
-    )
-    .await;
-    let id = container(&running, "c")
-        .and_then(|c| c.container_id.clone())
-        .expect("container id");
+    let id = running_container_id(ports.read_only, "chatty").await;
     let logs = dirs.path("logs/pods");
     let rotated = support::eventually(Duration::from_secs(60), || {
         let logs = logs.clone();
@@ -799,12 +807,7 @@ async fn full_pod_logs_dir_keeps_the_kubelet_and_its_pods_running() {
     // one beside it: the container's own writes fill the rest.
     let filled = fill(&dirs.path("logs"), 1_300_000);
     eprintln!("pod logs dir filled: {filled} bytes of filler, 1.3 MB left for the container");
-    dirs.write_manifest(
-        "late.yaml",
-        &format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: late\n  namespace: default\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {bb}\n    command: [sleep, '3600']\n"
-        ),
-    );
+    dirs.write_manifest("late.yaml", &busybox_pod("late", SLEEP));
     // The disk full with a rotation due: the live log over the limit and
     // the last rotated log waiting for compression, which has no room.
     let blocked = support::eventually(Duration::from_secs(60), || {
@@ -838,23 +841,10 @@ async fn full_pod_logs_dir_keeps_the_kubelet_and_its_pods_running() {
     eprintln!("rotation blocked by the full disk: {blocked:?}");
     // Two more check periods of rotation against the full disk.
     tokio::time::sleep(Duration::from_secs(22)).await;
-    assert_eq!(
-        http_get(ports.healthz, "/healthz").map(|(c, _)| c),
-        Some(200),
-        "healthy with a full pod logs dir"
-    );
-    assert!(!kubelet.handle.is_finished(), "the kubelet keeps running");
-    let listed = pods(ports.read_only);
+    let listed = assert_still_serving(ports, &kubelet, "chatty", &id);
     eprintln!(
         "late pod while full: {:?}",
         listed.get(&format!("late-{NODE}")).map(phase)
-    );
-    let now = &listed[&format!("chatty-{NODE}")];
-    assert_eq!(phase(now), "Running");
-    assert_eq!(
-        container(now, "c").and_then(|c| c.container_id.clone()),
-        Some(id.clone()),
-        "the writing container is untouched"
     );
     eprintln!(
         "while full: {:?}",
@@ -888,14 +878,7 @@ async fn full_pod_logs_dir_keeps_the_kubelet_and_its_pods_running() {
     .await
     .expect("rotation goes on once space is back");
     eprintln!("compressed logs after the space came back: {after:?}");
-    wait_pod(
-        ports.read_only,
-        &format!("late-{NODE}"),
-        wait,
-        "Running",
-        |p| phase(p) == "Running",
-    )
-    .await;
+    running_container_id(ports.read_only, "late").await;
     assert!(files_ending(&logs, ".tmp").is_empty(), "no temporaries");
     kubelet.stop().await.expect("kubelet stops cleanly");
 }
