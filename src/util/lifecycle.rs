@@ -100,16 +100,35 @@ pub async fn run_periodic<F, Fut>(
     token: CancellationToken,
     period: Period,
     clock: Arc<dyn Clock>,
-    mut f: F,
+    f: F,
 ) where
     F: FnMut() -> Fut,
     Fut: Future,
     Fut::Output: Tick,
 {
+    run_periodic_or_woken(token, period, clock, std::future::pending::<()>, f).await
+}
+
+/// [`run_periodic`], and also as soon as `woken()` resolves during a wait
+/// (a run wanted early); the next wait then counts from that run.
+pub async fn run_periodic_or_woken<F, Fut, W, WFut>(
+    token: CancellationToken,
+    period: Period,
+    clock: Arc<dyn Clock>,
+    mut woken: W,
+    mut f: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future,
+    Fut::Output: Tick,
+    W: FnMut() -> WFut,
+    WFut: Future<Output = ()>,
+{
     if period.wait_first {
         tokio::select! {
             _ = token.cancelled() => return,
             _ = tokio::time::sleep(period.next_wait()) => {}
+            _ = woken() => {}
         }
     }
     loop {
@@ -127,6 +146,7 @@ pub async fn run_periodic<F, Fut>(
         tokio::select! {
             _ = token.cancelled() => return,
             _ = tokio::time::sleep(wait) => {}
+            _ = woken() => {}
         }
     }
 }
@@ -175,6 +195,28 @@ impl TaskSet {
         Fut::Output: Tick,
     {
         self.spawn(name, run_periodic(self.token(), period, clock, f));
+    }
+
+    /// [`TaskSet::spawn_periodic`], also running as soon as `woken()`
+    /// resolves during a wait (see [`run_periodic_or_woken`]).
+    pub fn spawn_periodic_or_woken<F, Fut, W, WFut>(
+        &self,
+        name: &'static str,
+        period: Period,
+        clock: Arc<dyn Clock>,
+        woken: W,
+        f: F,
+    ) where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: Tick,
+        W: FnMut() -> WFut + Send + 'static,
+        WFut: Future<Output = ()> + Send + 'static,
+    {
+        self.spawn(
+            name,
+            run_periodic_or_woken(self.token(), period, clock, woken, f),
+        );
     }
 
     /// Runs a blocking closure on the blocking pool, tracked like any task.

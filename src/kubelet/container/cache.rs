@@ -2,6 +2,8 @@
 //! kubecontainer.Cache). A reader can ask for a status "newer than" an
 //! instant and wait until the PLEG has observed the runtime after it, which is
 //! how a pod worker avoids acting on what it saw before its own last sync.
+//! Such a wait, or a worker that has just changed its pod in the runtime,
+//! asks the PLEG for a relist now rather than at its next period.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -75,6 +77,8 @@ impl Inner {
 #[derive(Debug, Default)]
 pub struct PodCache {
     inner: Mutex<Inner>,
+    /// Holds one permit while a relist is wanted early.
+    relist_wanted: tokio::sync::Notify,
 }
 
 impl PodCache {
@@ -86,6 +90,18 @@ impl PodCache {
         // A panic while holding the lock cannot leave the maps half-updated in
         // a way readers could misinterpret, so a poisoned lock is still usable.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Asks the PLEG for a relist now: a pod worker has just changed its
+    /// pod in the runtime, or waits for a fresher observation. Requests made
+    /// while one is pending or a relist runs make one more relist.
+    pub fn want_relist(&self) {
+        self.relist_wanted.notify_one();
+    }
+
+    /// Resolves when a relist is wanted early (for the PLEG's loop).
+    pub async fn relist_wanted(&self) {
+        self.relist_wanted.notified().await
     }
 
     /// The cached status, or an empty one for an unknown pod.
@@ -113,6 +129,7 @@ impl PodCache {
                 .push((min, tx));
             rx
         };
+        self.want_relist();
         // The sender is only dropped with the cache itself.
         rx.await.unwrap_or_else(|_| CachedStatus::empty(uid))
     }

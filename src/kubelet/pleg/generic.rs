@@ -200,13 +200,20 @@ impl GenericPleg {
         self
     }
 
-    /// Spawns the relist loop.
+    /// Spawns the relist loop: every relist period, and at once when the
+    /// cache says a pod worker wants a fresher status (Go waits for the next
+    /// period).
     pub fn start(self: &Arc<Self>, tasks: &TaskSet) {
         let me = self.clone();
-        tasks.spawn_periodic(
+        let cache = self.cache.clone();
+        tasks.spawn_periodic_or_woken(
             "pleg-relist",
             Period::sliding(self.relist_period),
             self.clock.clone(),
+            move || {
+                let cache = cache.clone();
+                async move { cache.relist_wanted().await }
+            },
             move || {
                 let me = me.clone();
                 async move { me.relist().await }

@@ -425,3 +425,48 @@ async fn pod_ips_survive_sandbox_teardown() {
         "kept for the finished pod"
     );
 }
+
+/// The relist loop runs at once when the cache says a fresher status is
+/// wanted (a worker's request, or a reader waiting), not only every period.
+#[tokio::test(start_paused = true)]
+async fn a_wanted_relist_runs_before_the_period() {
+    let runtime = Arc::new(FakeRuntime::default());
+    let cache = Arc::new(PodCache::new());
+    let (tx, _rx) = event_stream();
+    let pleg = Arc::new(
+        GenericPleg::new(runtime.clone(), cache.clone(), tx, Arc::new(RealClock))
+            .with_tuning(Duration::from_secs(3600), 1),
+    );
+    let tasks = crate::util::lifecycle::TaskSet::new();
+    pleg.start(&tasks);
+    let relists = |p: &GenericPleg| *p.last_relist.lock().unwrap();
+    // The first relist runs at start.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let first = relists(&pleg).expect("relisted at start");
+
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(relists(&pleg), Some(first), "nothing before the period");
+    cache.want_relist();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let second = relists(&pleg).expect("relisted");
+    assert!(second > first, "a requested relist runs at once");
+
+    // A reader waiting for a status newer than now gets one at once.
+    *runtime.pods.lock().unwrap() = vec![pod(
+        "p",
+        vec![container("c", ContainerState::Running)],
+        vec![],
+    )];
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let since = tokio::time::Instant::now();
+    tokio::time::advance(Duration::from_millis(1)).await;
+    let got = tokio::time::timeout(Duration::from_secs(1), cache.get_newer_than("p", since))
+        .await
+        .expect("the wait asks for a relist");
+    assert_eq!(got.status.container_statuses.len(), 1);
+    tasks
+        .into_shutdown_handle()
+        .shutdown(Duration::from_secs(1))
+        .await
+        .expect("stops");
+}

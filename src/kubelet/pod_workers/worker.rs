@@ -337,6 +337,11 @@ async fn manage_pod_loop(
         }
         crate::vlog!(4, pod = %format_pod(&pod), work_type = ?update.work_type, "Processing pod event");
         let result = run_one(&shared, syncer.as_ref(), &update, &mut last_sync).await;
+        if update.options.update_type == SyncPodType::Create && result.is_ok() {
+            // The first sync started the pod in the runtime: see it running
+            // now, not at the PLEG's next period.
+            shared.cache.want_relist();
+        }
         let mut phase_transition = false;
         let outcome = match result {
             Err(PodSyncError::Cancelled) => {
