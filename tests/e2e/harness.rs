@@ -130,7 +130,34 @@ pub fn make_cgroup_root(rig: &Containerd, name: &str) -> String {
 
 /// The configuration file of a test node.
 pub fn config(dirs: &NodeDirs, cgroup_root: &str, ports: Ports, extra: &str) -> PathBuf {
-    let body = format!(
+    let mut body = base_config(dirs, cgroup_root, ports, extra);
+    if !body.ends_with('\n') {
+        body.push('\n');
+    }
+    body.push_str(&disk_settings(extra));
+    let path = dirs.path("kubelet-conf.yml");
+    std::fs::write(&path, body).expect("config");
+    path
+}
+
+/// Image GC and disk eviction thresholds for a test node, unless the test
+/// sets its own: the kubelet reads the host's disk, which on a CI machine
+/// can be over Go's defaults (image GC at 85% used, eviction at 15% of the
+/// image filesystem free). The offline test images cannot be pulled again
+/// once collected, and a node under disk pressure admits no pods.
+fn disk_settings(extra: &str) -> String {
+    let mut out = String::new();
+    if !extra.contains("imageGCHighThresholdPercent") {
+        out.push_str("imageGCHighThresholdPercent: 100\n");
+    }
+    if !extra.contains("evictionHard") {
+        out.push_str("evictionHard:\n  memory.available: 100Mi\n  nodefs.available: 1%\n  imagefs.available: 1%\n");
+    }
+    out
+}
+
+fn base_config(dirs: &NodeDirs, cgroup_root: &str, ports: Ports, extra: &str) -> String {
+    format!(
         "apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: {manifests}
@@ -158,10 +185,7 @@ clusterDNS: [10.96.0.10]
         main = ports.main,
         ro = ports.read_only,
         hz = ports.healthz,
-    );
-    let path = dirs.path("kubelet-conf.yml");
-    std::fs::write(&path, body).expect("config");
-    path
+    )
 }
 
 /// The command line of a test node.

@@ -407,9 +407,10 @@ impl TestApi {
             }
             if start.elapsed() > timeout {
                 panic!(
-                    "waited {timeout:?} for {} {}/{name}; last seen: {got:#?}",
+                    "waited {timeout:?} for {} {}/{name}; last seen: {}",
                     K::KIND,
-                    namespace.unwrap_or("")
+                    namespace.unwrap_or(""),
+                    last_seen(got.as_ref())
                 );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -545,4 +546,22 @@ impl TestApi {
                 .await;
         }
     }
+}
+
+/// What a failed wait shows of the object: its status first (the part that
+/// says why, and survives a CI log cut short), then the rest as JSON.
+fn last_seen<K: Serialize>(got: Option<&K>) -> String {
+    let Some(k) = got else {
+        return "nothing (not found)".to_string();
+    };
+    let mut v = serde_json::to_value(k).unwrap_or_default();
+    let status = v
+        .as_object_mut()
+        .and_then(|o| o.remove("status"))
+        .unwrap_or_default();
+    format!(
+        "status {}\nthe rest {}",
+        serde_json::to_string_pretty(&status).unwrap_or_default(),
+        serde_json::to_string(&v).unwrap_or_default()
+    )
 }
