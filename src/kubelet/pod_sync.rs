@@ -26,9 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cm::{ContainerManager, PodContainerManager};
 use crate::kubelet::container::helpers::{convert_pod_status_to_running_pod, is_host_network_pod};
-use crate::kubelet::container::{
-    PodStatus, PodSyncResult, RunningPod, Runtime, RuntimeError, format_pod,
-};
+use crate::kubelet::container::{PodStatus, RunningPod, Runtime, RuntimeError, format_pod};
 use crate::kubelet::pod_dirs::PodDirs;
 use crate::kubelet::pod_workers::events::reasons;
 use crate::kubelet::pod_workers::{
@@ -71,39 +69,10 @@ pub struct PodSyncer {
     pub clock: Arc<dyn crate::util::clock::Clock>,
 }
 
-/// Why a pod's data directories could not be made.
-#[derive(Debug, thiserror::Error)]
-enum DataDirsError {
-    #[error(transparent)]
-    Dirs(#[from] crate::kubelet::pod_dirs::PodDirsError),
-    #[error("making pod data directories: {0}")]
-    Aborted(#[from] tokio::task::JoinError),
-}
-
 /// Creates the pod's data directories (makePodDataDirs).
-async fn make_pod_data_dirs(dirs: &PodDirs, uid: &str) -> Result<(), DataDirsError> {
+async fn make_pod_data_dirs(dirs: &PodDirs, uid: &str) -> Result<(), PodSyncError> {
     let (dirs, uid) = (dirs.clone(), uid.to_string());
     Ok(tokio::task::spawn_blocking(move || dirs.make_pod_data_dirs(&uid)).await??)
-}
-
-/// Go's `result.Error()`: one failed step, or the list of them.
-fn sync_result_error(result: &PodSyncResult) -> Option<String> {
-    let mut errs: Vec<String> = Vec::new();
-    if let Some(e) = &result.sync_error {
-        errs.push(format!("{}: {}", e.reason, e.message));
-    }
-    for r in &result.results {
-        if let Some(e) = &r.error {
-            errs.push(format!(
-                "failed to {:?} for {:?} with {}: {:?}",
-                r.action.to_string(),
-                r.target,
-                e.reason,
-                e.message
-            ));
-        }
-    }
-    crate::kubelet::runtime_state::aggregate(&errs)
 }
 
 impl PodSyncer {
@@ -167,10 +136,10 @@ impl PodSyncer {
                     reasons::FAILED_TO_CREATE_POD_CONTAINER,
                     &format!("unable to ensure pod container exists: {e}"),
                 );
-                return Err(PodSyncError::Failed(format!(
-                    "failed to ensure that the pod: {} cgroups exist and are correctly applied: {e}",
-                    Self::uid(pod)
-                )));
+                return Err(PodSyncError::PodCgroup {
+                    uid: Self::uid(pod).to_string(),
+                    source: e,
+                });
             }
         }
         Ok(())
@@ -283,9 +252,11 @@ impl PodSyncHandler for PodSyncer {
                         reasons::FAILED_TO_KILL_POD,
                         &format!("error killing pod: {e}"),
                     );
-                    PodSyncError::Failed(format!("error killing pod: {e}"))
+                    PodSyncError::KillRefused(e)
                 }
-                Ok(()) => PodSyncError::Failed(format!("pod cannot be run: {}", runnable.message)),
+                Ok(()) => PodSyncError::NotRunnable {
+                    message: runnable.message.clone(),
+                },
             });
         }
 
@@ -319,7 +290,7 @@ impl PodSyncHandler for PodSyncer {
                 &format!("error making pod data directories: {e}"),
             );
             tracing::error!(pod = %format_pod(pod), err = %e, "Unable to make pod data directories for pod");
-            return Err(PodSyncError::Failed(e.to_string()));
+            return Err(e);
         }
 
         if !cancel.is_cancelled() {
@@ -335,7 +306,7 @@ impl PodSyncHandler for PodSyncer {
                     &format!("Unable to attach or mount volumes: {e}"),
                 );
                 tracing::error!(pod = %format_pod(pod), err = %e, "Unable to attach or mount volumes for pod; skipping pod");
-                return Err(PodSyncError::Failed(e));
+                return Err(e.into());
             }
         }
 
@@ -344,16 +315,10 @@ impl PodSyncHandler for PodSyncer {
 
         let result = self.runtime.sync_pod(pod, &status, &pull_secrets).await;
         self.reasons.update(Self::uid(pod), &result);
-        if let Some(err) = sync_result_error(&result) {
-            let only_backoff = result.sync_error.is_none()
-                && result.results.iter().all(|r| {
-                    r.error
-                        .as_ref()
-                        .is_none_or(|e| BACKOFF_REASONS.contains(&e.reason.as_str()))
-                });
-            if !only_backoff {
-                return Err(PodSyncError::Failed(err));
-            }
+        if let Some(failure) = result.failure()
+            && !failure.only_back_off(&BACKOFF_REASONS)
+        {
+            return Err(failure.into());
         }
         crate::vlog!(4, pod = %format_pod(pod), "syncPod exit");
         Ok(false)
@@ -378,7 +343,7 @@ impl PodSyncHandler for PodSyncer {
                     reasons::FAILED_TO_KILL_POD,
                     &format!("error killing pod: {e}"),
                 );
-                return Err(PodSyncError::Failed(e.to_string()));
+                return Err(PodSyncError::Kill(e));
             }
             crate::vlog!(4, pod = %format_pod(pod), "Pod termination stopped all running orphan containers");
             return Ok(());
@@ -400,7 +365,7 @@ impl PodSyncHandler for PodSyncer {
                 reasons::FAILED_TO_KILL_POD,
                 &format!("error killing pod: {e}"),
             );
-            return Err(PodSyncError::Failed(e.to_string()));
+            return Err(PodSyncError::Kill(e));
         }
         self.probes.remove_pod(pod);
 
@@ -411,7 +376,7 @@ impl PodSyncHandler for PodSyncer {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(pod = %format_pod(pod), err = %e, "Unable to read pod status prior to final pod termination");
-                return Err(PodSyncError::Failed(e.to_string()));
+                return Err(PodSyncError::Inspect(e));
             }
         };
         let still_running: Vec<String> = after
@@ -428,10 +393,9 @@ impl PodSyncHandler for PodSyncer {
             crate::vlog!(4, pod = %format_pod(pod), containers = %states.join(" "), "Post-termination container state");
         }
         if !still_running.is_empty() {
-            return Err(PodSyncError::Failed(format!(
-                "detected running containers after a successful KillPod, CRI violation: [{}]",
-                still_running.join(" ")
-            )));
+            return Err(PodSyncError::StillRunning {
+                containers: still_running,
+            });
         }
         let mut final_status = self.generator.generate(pod, &after);
         if let Some(f) = &status_fn {
@@ -452,22 +416,19 @@ impl PodSyncHandler for PodSyncer {
         let api_status = self.generator.generate(pod, &status);
         self.status_manager.set_pod_status(pod, api_status);
 
-        self.volumes
-            .wait_for_unmount(pod)
-            .await
-            .map_err(PodSyncError::Failed)?;
+        self.volumes.wait_for_unmount(pod).await?;
         crate::vlog!(4, pod = %format_pod(pod), "Pod termination unmounted volumes");
 
         if self.cgroups_per_qos {
             let name = self
                 .pod_container_manager
                 .get_pod_container_name(pod)
-                .map_err(|e| PodSyncError::Failed(e.to_string()))?
+                .map_err(PodSyncError::Cgroup)?
                 .0;
             self.pod_container_manager
                 .destroy(&name)
                 .await
-                .map_err(|e| PodSyncError::Failed(e.to_string()))?;
+                .map_err(PodSyncError::Cgroup)?;
             crate::vlog!(4, pod = %format_pod(pod), "Pod termination removed cgroups");
         }
 

@@ -25,7 +25,7 @@ use crate::kubelet::prober::status::PodStatusProvider;
 use crate::kubelet::server::pods::PodsProvider;
 use crate::kubelet::status::{ApiPodStatus, ContainerProbeStatus, StatusManager};
 use crate::kubelet::types::is_static_pod;
-use crate::kubelet::volumemanager::VolumeManager;
+use crate::kubelet::volumemanager::{OrphanCleanupError, VolumeManager, WaitError};
 use crate::util::quantity::Quantity;
 
 /// The pod workers answer what runs for the runtime manager.
@@ -101,17 +101,11 @@ pub struct Volumes(pub Arc<VolumeManager>);
 
 #[async_trait]
 impl PodVolumes for Volumes {
-    async fn wait_for_attach_and_mount(&self, pod: &Pod) -> Result<(), String> {
-        self.0
-            .wait_for_attach_and_mount(pod)
-            .await
-            .map_err(|e| e.to_string())
+    async fn wait_for_attach_and_mount(&self, pod: &Pod) -> Result<(), WaitError> {
+        self.0.wait_for_attach_and_mount(pod).await
     }
-    async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), String> {
-        self.0
-            .wait_for_unmount(pod)
-            .await
-            .map_err(|e| e.to_string())
+    async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), WaitError> {
+        self.0.wait_for_unmount(pod).await
     }
     async fn pod_volumes_exist(&self, uid: &str) -> bool {
         self.0.pod_volumes_exist(uid).await
@@ -126,12 +120,9 @@ impl PodVolumes for Volumes {
         &self,
         desired: &HashSet<String>,
         running: &HashSet<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OrphanCleanupError> {
         let active: HashSet<String> = desired.union(running).cloned().collect();
-        self.0
-            .cleanup_orphaned_pod_dirs(active)
-            .await
-            .map_err(|e| e.to_string())
+        self.0.cleanup_orphaned_pod_dirs(active).await
     }
 }
 

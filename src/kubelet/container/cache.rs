@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::runtime::{PodStatus, PodUid};
+use super::runtime::{PodStatus, PodUid, RuntimeError};
 
 /// A cached status, or the error the runtime gave when inspecting the pod.
 #[derive(Debug, Clone)]
 pub struct CachedStatus {
     pub status: Arc<PodStatus>,
-    pub error: Option<String>,
+    pub error: Option<Arc<RuntimeError>>,
 }
 
 impl CachedStatus {
@@ -135,7 +135,13 @@ impl PodCache {
     }
 
     /// Records what the runtime reported for the pod at `observed`.
-    pub fn set(&self, uid: &str, status: PodStatus, error: Option<String>, observed: Instant) {
+    pub fn set(
+        &self,
+        uid: &str,
+        status: PodStatus,
+        error: Option<Arc<RuntimeError>>,
+        observed: Instant,
+    ) {
         let mut inner = self.lock();
         inner.pods.insert(
             uid.to_string(),
@@ -231,9 +237,15 @@ mod tests {
         cache.set(
             "a",
             PodStatus::empty("a"),
-            Some("rpc failed".into()),
+            Some(Arc::new(RuntimeError::Call {
+                op: "PodSandboxStatus",
+                message: "rpc failed".into(),
+            })),
             Instant::now(),
         );
-        assert_eq!(cache.get("a").error.as_deref(), Some("rpc failed"));
+        assert_eq!(
+            cache.get("a").error.map(|e| e.to_string()).as_deref(),
+            Some("runtime call PodSandboxStatus failed: rpc failed")
+        );
     }
 }

@@ -180,7 +180,7 @@ pub struct GcPolicy {
 }
 
 /// A runtime-level failure the syncLoop and node status care about.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RuntimeError {
     #[error("runtime call {op} failed: {message}")]
     Call { op: &'static str, message: String },

@@ -105,6 +105,76 @@ impl PodSyncResult {
             .as_ref()
             .or_else(|| self.results.iter().find_map(|r| r.error.as_ref()))
     }
+
+    /// What failed, with each step's kubelet reason; `None` when all went well.
+    pub fn failure(&self) -> Option<SyncFailure> {
+        let failed: Vec<SyncResult> = self
+            .results
+            .iter()
+            .filter(|r| r.error.is_some())
+            .cloned()
+            .collect();
+        (self.sync_error.is_some() || !failed.is_empty()).then(|| SyncFailure {
+            sync_error: self.sync_error.clone(),
+            failed,
+        })
+    }
+}
+
+/// The failed part of a SyncPod: the overall error and the failed steps,
+/// their reasons kept (`ErrImagePull`, `CrashLoopBackOff`, …). Shown as Go's
+/// `result.Error()`: one message, or `[a, b]` for several distinct ones.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct SyncFailure {
+    pub sync_error: Option<SyncError>,
+    pub failed: Vec<SyncResult>,
+}
+
+impl SyncFailure {
+    /// Every reason, the overall one first.
+    pub fn reasons(&self) -> impl Iterator<Item = &str> {
+        self.sync_error
+            .iter()
+            .chain(self.failed.iter().filter_map(|r| r.error.as_ref()))
+            .map(|e| e.reason.as_str())
+    }
+
+    /// True when every failed step only waits out a back-off (no overall
+    /// error): the sync did what it could.
+    pub fn only_back_off(&self, back_off_reasons: &[&str]) -> bool {
+        self.sync_error.is_none() && self.reasons().all(|r| back_off_reasons.contains(&r))
+    }
+
+    fn messages(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let overall = self.sync_error.iter().map(|e| e.to_string());
+        let steps = self.failed.iter().filter_map(|r| {
+            r.error.as_ref().map(|e| {
+                format!(
+                    "failed to {:?} for {:?} with {}: {:?}",
+                    r.action.to_string(),
+                    r.target,
+                    e.reason,
+                    e.message
+                )
+            })
+        });
+        for m in overall.chain(steps) {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for SyncFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.messages().as_slice() {
+            [one] => f.write_str(one),
+            many => write!(f, "[{}]", many.join(", ")),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -124,5 +194,68 @@ mod tests {
         assert_eq!(r.error().map(|e| e.reason.as_str()), Some("ErrImagePull"));
         r.fail(SyncError::new("KillPodError", "x"));
         assert_eq!(r.error().map(|e| e.reason.as_str()), Some("KillPodError"));
+    }
+
+    #[test]
+    fn failure_reads_as_go_and_knows_back_off() {
+        let step = |reason: &str, msg: &str| {
+            SyncResult::fail(
+                SyncAction::StartContainer,
+                "app",
+                SyncError::new(reason, msg),
+            )
+        };
+        let back_off = ["CrashLoopBackOff", "ImagePullBackOff"];
+        // (overall error, steps, message, only back-off)
+        type Case = (
+            Option<SyncError>,
+            Vec<SyncResult>,
+            Option<&'static str>,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                None,
+                vec![SyncResult::ok(SyncAction::StartContainer, "app")],
+                None,
+                false,
+            ),
+            (
+                None,
+                vec![step("ErrImagePull", "not found")],
+                Some(r#"failed to "StartContainer" for "app" with ErrImagePull: "not found""#),
+                false,
+            ),
+            (
+                None,
+                vec![
+                    step("CrashLoopBackOff", "back-off 10s"),
+                    step("CrashLoopBackOff", "back-off 10s"),
+                ],
+                Some(
+                    r#"failed to "StartContainer" for "app" with CrashLoopBackOff: "back-off 10s""#,
+                ),
+                true,
+            ),
+            (
+                Some(SyncError::new("KillPodSandboxError", "gone")),
+                vec![step("ImagePullBackOff", "wait")],
+                Some(
+                    r#"[KillPodSandboxError: gone, failed to "StartContainer" for "app" with ImagePullBackOff: "wait"]"#,
+                ),
+                false,
+            ),
+        ];
+        for (overall, steps, message, only_back_off) in cases {
+            let result = PodSyncResult {
+                results: steps,
+                sync_error: overall,
+            };
+            let failure = result.failure();
+            assert_eq!(failure.as_ref().map(|f| f.to_string()).as_deref(), message);
+            if let Some(f) = failure {
+                assert_eq!(f.only_back_off(&back_off), only_back_off, "{f}");
+            }
+        }
     }
 }

@@ -263,7 +263,7 @@ impl GenericPleg {
                 empty.name = pod.name.clone();
                 empty.namespace = pod.namespace.clone();
                 self.cache
-                    .set(&pod.id, empty, Some(e.to_string()), observed);
+                    .set(&pod.id, empty, Some(Arc::new(e.clone())), observed);
                 Err(e)
             }
         }

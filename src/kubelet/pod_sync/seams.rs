@@ -11,16 +11,17 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 
 use crate::kubelet::kuberuntime::VolumeMap;
 use crate::kubelet::status::ContainerProbeStatus;
+use crate::kubelet::volumemanager::{OrphanCleanupError, WaitError};
 use crate::util::object_getters::SecretGetter;
 
 /// The volume manager as pod sync and housekeeping use it.
 #[async_trait]
 pub trait PodVolumes: Send + Sync + 'static {
-    /// Waits until every volume of the pod is mounted (or fails with the
-    /// volume manager's message, e.g. its timeout).
-    async fn wait_for_attach_and_mount(&self, pod: &Pod) -> Result<(), String>;
+    /// Waits until every volume of the pod is mounted (or fails, e.g. at
+    /// the volume manager's timeout, naming the volumes left).
+    async fn wait_for_attach_and_mount(&self, pod: &Pod) -> Result<(), WaitError>;
     /// Waits until every volume of the terminated pod is unmounted.
-    async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), String>;
+    async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), WaitError>;
     /// Whether the pod still has volume directories (or mounts) on disk.
     async fn pod_volumes_exist(&self, uid: &str) -> bool;
     /// The pod's mounted volumes, for its containers' mounts.
@@ -33,7 +34,7 @@ pub trait PodVolumes: Send + Sync + 'static {
         &self,
         desired: &HashSet<String>,
         running: &HashSet<String>,
-    ) -> Result<(), String>;
+    ) -> Result<(), OrphanCleanupError>;
 }
 
 /// The prober manager as the lifecycle uses it.

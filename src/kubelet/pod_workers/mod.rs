@@ -34,11 +34,16 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::kubelet::container::{PodCache, PodStatus, RunningPod, format_pod};
+use crate::cm::CmError;
+use crate::kubelet::container::{
+    PodCache, PodStatus, RunningPod, RuntimeError, SyncFailure, format_pod,
+};
 use crate::kubelet::status::ApiPodStatus;
 use crate::kubelet::types::{SyncPodType, get_pod_full_name, is_static_pod};
+use crate::kubelet::volumemanager::WaitError;
 use crate::util::clock::Clock;
 use crate::util::lifecycle::TaskSet;
+use crate::util::pod_dirs::PodDirsError;
 pub use events::{EventType, LoggingPodEvents, PodEventRecorder};
 use state::{PodSyncStatus, StaticPodOrder, effective_grace_period};
 pub use work_queue::{WorkQueue, jitter};
@@ -57,8 +62,9 @@ pub const NETWORK_NOT_READY_ERROR_MSG: &str = "network is not ready";
 /// Overrides a terminating pod's status (e.g. an eviction's reason).
 pub type PodStatusFn = Arc<dyn Fn(&mut ApiPodStatus) + Send + Sync>;
 
-/// Why a sync method failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a sync method failed: the step, with its cause. Messages read as
+/// Go's; the runtime's failed steps keep their kubelet reasons.
+#[derive(Debug, thiserror::Error)]
 pub enum PodSyncError {
     /// The sync was cancelled because the pod started terminating or its
     /// grace period shortened; the next update is already queued.
@@ -67,8 +73,49 @@ pub enum PodSyncError {
     /// The network plugin is not ready; retried after a short back-off.
     #[error("{NETWORK_NOT_READY_ERROR_MSG}: {0}")]
     NetworkNotReady(String),
-    #[error("{0}")]
-    Failed(String),
+    /// The PLEG could not read the pod's status from the runtime.
+    #[error("error determining status: {0}")]
+    Status(#[source] Arc<RuntimeError>),
+    /// The pod cgroup could not be made or updated.
+    #[error(
+        "failed to ensure that the pod: {uid} cgroups exist and are correctly applied: {source}"
+    )]
+    PodCgroup {
+        uid: String,
+        #[source]
+        source: CmError,
+    },
+    /// Admission now refuses the pod, and what ran of it could not be killed.
+    #[error("error killing pod: {0}")]
+    KillRefused(#[source] RuntimeError),
+    /// Admission now refuses the pod (its containers were killed).
+    #[error("pod cannot be run: {message}")]
+    NotRunnable { message: String },
+    #[error(transparent)]
+    DataDirs(#[from] PodDirsError),
+    #[error(transparent)]
+    Volumes(#[from] WaitError),
+    /// Steps of the runtime's SyncPod failed (not only waiting out back-off).
+    #[error(transparent)]
+    Runtime(#[from] SyncFailure),
+    /// Killing the terminating pod's containers failed.
+    #[error(transparent)]
+    Kill(RuntimeError),
+    /// The killed pod's status could not be read back from the runtime.
+    #[error(transparent)]
+    Inspect(RuntimeError),
+    /// Containers still ran after the runtime said it had killed them all.
+    #[error("detected running containers after a successful KillPod, CRI violation: [{}]", .containers.join(" "))]
+    StillRunning { containers: Vec<String> },
+    /// The terminated pod's cgroup could not be named or removed.
+    #[error(transparent)]
+    Cgroup(CmError),
+    /// The runtime did not kill the pod within its grace period.
+    #[error("timeout waiting to kill pod")]
+    KillTimeout,
+    /// A blocking step's task was lost.
+    #[error("pod sync step aborted: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// The three phases of a pod's life, as the workers call them.
@@ -678,7 +725,7 @@ impl PodWorkers {
                     events::reasons::EXCEEDED_GRACE_PERIOD,
                     "Container runtime did not kill the pod within specified grace period.",
                 );
-                Err(PodSyncError::Failed("timeout waiting to kill pod".into()))
+                Err(PodSyncError::KillTimeout)
             }
         }
     }

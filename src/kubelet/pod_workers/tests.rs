@@ -359,7 +359,7 @@ async fn errors_are_retried_after_a_back_off_and_successes_after_resync() {
         .sync_results
         .lock()
         .unwrap()
-        .extend([Err(PodSyncError::Failed("boom".into()))]);
+        .extend([Err(PodSyncError::KillTimeout)]);
     rig.workers
         .update_pod(update(SyncPodType::Create, pod("e", "1")));
     rig.wait_calls(1).await;

@@ -270,9 +270,7 @@ async fn run_one(
                 events::reasons::FAILED_SYNC,
                 &format!("error determining status: {e}"),
             );
-            return Err(PodSyncError::Failed(format!(
-                "error determining status: {e}"
-            )));
+            return Err(PodSyncError::Status(e.clone()));
         }
         (*cached.status).clone()
     };

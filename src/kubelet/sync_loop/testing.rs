@@ -23,6 +23,7 @@ use crate::kubelet::container::{
 use crate::kubelet::pod_sync::{PodVolumes, ProbeManager};
 use crate::kubelet::pod_workers::{EventType, PodEventRecorder};
 use crate::kubelet::status::{ApiPodStatus, ContainerProbeStatus};
+use crate::kubelet::volumemanager::{OrphanCleanupError, WaitError};
 use crate::util::lifecycle::TaskSet;
 
 fn uid(pod: &Pod) -> String {
@@ -311,20 +312,20 @@ pub struct FakeVolumes {
     pub mounted: Mutex<Vec<String>>,
     pub unmounted: Mutex<Vec<String>>,
     pub existing: Mutex<HashSet<String>>,
-    pub fail_mount: Mutex<Option<String>>,
+    pub fail_mount: Mutex<Option<WaitError>>,
     pub cleaned: Mutex<Vec<(Vec<String>, Vec<String>)>>,
 }
 
 #[async_trait]
 impl PodVolumes for FakeVolumes {
-    async fn wait_for_attach_and_mount(&self, pod: &Pod) -> Result<(), String> {
+    async fn wait_for_attach_and_mount(&self, pod: &Pod) -> Result<(), WaitError> {
         if let Some(e) = self.fail_mount.lock().unwrap().clone() {
             return Err(e);
         }
         self.mounted.lock().unwrap().push(uid(pod));
         Ok(())
     }
-    async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), String> {
+    async fn wait_for_unmount(&self, pod: &Pod) -> Result<(), WaitError> {
         self.unmounted.lock().unwrap().push(uid(pod));
         self.existing.lock().unwrap().remove(&uid(pod));
         Ok(())
@@ -342,7 +343,7 @@ impl PodVolumes for FakeVolumes {
         &self,
         desired: &HashSet<String>,
         running: &HashSet<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), OrphanCleanupError> {
         let mut d: Vec<String> = desired.iter().cloned().collect();
         let mut r: Vec<String> = running.iter().cloned().collect();
         d.sort();
