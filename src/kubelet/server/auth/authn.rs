@@ -176,6 +176,7 @@ pub fn build_authenticator(
 #[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
+    use crate::kubelet::server::auth::webhook_authn::ReviewFailure;
 
     enum Out {
         User(&'static str, &'static [&'static str]),
@@ -195,7 +196,9 @@ mod tests {
                     ..Default::default()
                 })),
                 Out::NoOpinion => Ok(None),
-                Out::Fail(msg) => Err(AuthError::Other(msg.to_string())),
+                Out::Fail(msg) => Err(AuthError::TokenReview(ReviewFailure::Refused(
+                    msg.to_string(),
+                ))),
             }
         }
     }

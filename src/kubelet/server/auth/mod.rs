@@ -11,7 +11,7 @@ mod attributes;
 mod authn;
 mod authz;
 mod webhook;
-mod webhook_authn;
+pub mod webhook_authn;
 mod webhook_authz;
 mod webhook_cache;
 mod x509;
@@ -98,9 +98,22 @@ pub enum AuthError {
     NoAuthorizationMode,
     #[error("unknown authorization mode {0}")]
     UnknownAuthorizationMode(String),
-    /// Failures of plugged-in authenticators/authorizers (webhooks).
+    /// The token review gave no user, and said why.
+    #[error(transparent)]
+    TokenReview(#[from] webhook_authn::ReviewFailure),
+    /// The token review did not authenticate the token (and gave no error).
+    #[error("invalid bearer token")]
+    InvalidToken,
+    #[error(transparent)]
+    WebsocketToken(#[from] webhook_authn::WebsocketTokenError),
+    /// The SubjectAccessReview could not be created.
     #[error("{0}")]
-    Other(String),
+    SubjectAccessReview(#[source] kube::Error),
+    /// The access review's spec could not be encoded as the cache key.
+    #[error("encoding the subject access review: {0}")]
+    ReviewKey(#[source] serde_json::Error),
+    #[error("webhook subject access review returned both allow and deny response")]
+    AllowedAndDenied,
 }
 
 fn aggregate(errs: &[String]) -> String {
@@ -227,7 +240,9 @@ mod tests {
     #[async_trait::async_trait]
     impl Authenticator for Fixed {
         async fn authenticate(&self, _req: &Parts) -> Result<Option<UserInfo>, AuthError> {
-            self.0.clone().map_err(|e| AuthError::Other(e.into()))
+            self.0.clone().map_err(|e| {
+                AuthError::TokenReview(webhook_authn::ReviewFailure::Refused(e.into()))
+            })
         }
     }
 
@@ -237,9 +252,9 @@ mod tests {
     #[async_trait::async_trait]
     impl Authorizer for FixedAuthz {
         async fn authorize(&self, _attrs: &Attributes) -> Result<(Decision, String), AuthError> {
-            self.0
-                .map(|d| (d, String::new()))
-                .map_err(|e| AuthError::Other(e.into()))
+            self.0.map(|d| (d, String::new())).map_err(|e| {
+                AuthError::TokenReview(webhook_authn::ReviewFailure::Refused(e.into()))
+            })
         }
     }
 

@@ -19,7 +19,6 @@ use super::webhook_cache::ExpiringCache;
 use super::{AuthError, Authenticator, UserInfo};
 
 const BEARER_PROTOCOL_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
-const INVALID_TOKEN: &str = "invalid bearer token";
 /// How long one token lookup may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(30);
 const CACHE_SIZE: usize = 4096;
@@ -28,7 +27,34 @@ const CACHE_SIZE: usize = 4096;
 #[derive(Clone, Debug)]
 struct Record {
     user: Option<UserInfo>,
-    error: Option<String>,
+    error: Option<ReviewFailure>,
+}
+
+/// Why a token review gave no user.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ReviewFailure {
+    /// The TokenReview could not be created.
+    #[error(transparent)]
+    Request(Arc<kube::Error>),
+    /// The API server's answer: not authenticated, with its error.
+    #[error("{0}")]
+    Refused(String),
+    /// The review took longer than the lookup timeout.
+    #[error("context deadline exceeded")]
+    Timeout,
+}
+
+/// A bearer token in a websocket subprotocol that cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WebsocketTokenError {
+    #[error("multiple base64.bearer.authorization tokens specified")]
+    Multiple,
+    #[error("invalid base64.bearer.authorization token encoding")]
+    Encoding,
+    #[error("invalid base64.bearer.authorization token")]
+    NotUtf8,
+    #[error("missing additional subprotocol")]
+    NoOtherSubprotocol,
 }
 
 /// Checks tokens with TokenReview, with a cache.
@@ -77,14 +103,17 @@ impl CachedTokenReviewer {
                 tracing::error!(error = %e, "Failed to make webhook authenticator request");
                 return Record {
                     user: None,
-                    error: Some(e.to_string()),
+                    error: Some(ReviewFailure::Request(Arc::new(e))),
                 };
             }
         };
         if !status.authenticated.unwrap_or(false) {
             return Record {
                 user: None,
-                error: status.error.filter(|e| !e.is_empty()),
+                error: status
+                    .error
+                    .filter(|e| !e.is_empty())
+                    .map(ReviewFailure::Refused),
             };
         }
         let u = status.user.unwrap_or_default();
@@ -110,7 +139,7 @@ impl CachedTokenReviewer {
                     Ok(r) => r,
                     Err(_) => Record {
                         user: None,
-                        error: Some("context deadline exceeded".into()),
+                        error: Some(ReviewFailure::Timeout),
                     },
                 };
                 // Answers (yes or no) are cached, errors are not.
@@ -122,7 +151,7 @@ impl CachedTokenReviewer {
         };
         match (record.user, record.error) {
             (Some(u), _) => Ok(Some(u)),
-            (None, Some(e)) => Err(AuthError::Other(e)),
+            (None, Some(e)) => Err(AuthError::TokenReview(e)),
             (None, None) => Ok(None),
         }
     }
@@ -147,7 +176,7 @@ impl Authenticator for BearerToken {
         }
         match self.0.authenticate_token(token).await? {
             Some(u) => Ok(Some(u)),
-            None => Err(AuthError::Other(INVALID_TOKEN.into())),
+            None => Err(AuthError::InvalidToken),
         }
     }
 }
@@ -184,32 +213,24 @@ impl Authenticator for WebsocketProtocolToken {
                     continue;
                 };
                 if saw {
-                    return Err(AuthError::Other(
-                        "multiple base64.bearer.authorization tokens specified".into(),
-                    ));
+                    return Err(WebsocketTokenError::Multiple.into());
                 }
                 saw = true;
                 let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
                     .decode(encoded)
-                    .map_err(|_| {
-                        AuthError::Other(
-                            "invalid base64.bearer.authorization token encoding".into(),
-                        )
-                    })?;
-                token = String::from_utf8(decoded).map_err(|_| {
-                    AuthError::Other("invalid base64.bearer.authorization token".into())
-                })?;
+                    .map_err(|_| WebsocketTokenError::Encoding)?;
+                token = String::from_utf8(decoded).map_err(|_| WebsocketTokenError::NotUtf8)?;
             }
         }
         if !token.is_empty() && others == 0 {
-            return Err(AuthError::Other("missing additional subprotocol".into()));
+            return Err(WebsocketTokenError::NoOtherSubprotocol.into());
         }
         if token.is_empty() {
             return Ok(None);
         }
         match self.0.authenticate_token(&token).await? {
             Some(u) => Ok(Some(u)),
-            None => Err(AuthError::Other(INVALID_TOKEN.into())),
+            None => Err(AuthError::InvalidToken),
         }
     }
 }
@@ -255,6 +276,71 @@ mod tests {
             }
             let (parts, _) = b.body(()).unwrap().into_parts();
             assert_eq!(is_websocket(&parts), want, "{headers:?}");
+        }
+    }
+
+    /// Websocket subprotocol tokens refused before any review is made.
+    #[tokio::test]
+    async fn websocket_tokens_refused_before_review() {
+        use base64::Engine;
+        let client = kube::Client::try_from(kube::Config::new(
+            "http://127.0.0.1:9".parse().expect("url"),
+        ))
+        .expect("client");
+        let auth = WebsocketProtocolToken(Arc::new(CachedTokenReviewer::new(
+            client,
+            Duration::from_secs(60),
+        )));
+        let enc = |b: &[u8]| {
+            format!(
+                "{BEARER_PROTOCOL_PREFIX}{}",
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+            )
+        };
+        let ws = [("connection", "Upgrade"), ("upgrade", "websocket")];
+        // (websocket, subprotocols, expected error; None: no opinion)
+        let cases: Vec<(bool, Vec<String>, Option<WebsocketTokenError>)> = vec![
+            (false, vec![enc(b"t"), "v4.channel.k8s.io".into()], None),
+            (true, vec!["v4.channel.k8s.io".into()], None),
+            (
+                true,
+                vec![enc(b"a"), enc(b"b"), "v4.channel.k8s.io".into()],
+                Some(WebsocketTokenError::Multiple),
+            ),
+            (
+                true,
+                vec![
+                    format!("{BEARER_PROTOCOL_PREFIX}!!"),
+                    "v4.channel.k8s.io".into(),
+                ],
+                Some(WebsocketTokenError::Encoding),
+            ),
+            (
+                true,
+                vec![enc(&[0xff, 0xfe]), "v4.channel.k8s.io".into()],
+                Some(WebsocketTokenError::NotUtf8),
+            ),
+            (
+                true,
+                vec![enc(b"t")],
+                Some(WebsocketTokenError::NoOtherSubprotocol),
+            ),
+        ];
+        for (websocket, protocols, want) in cases {
+            let mut b = http::Request::get("/exec/ns/p/c");
+            if websocket {
+                for (k, v) in ws {
+                    b = b.header(k, v);
+                }
+            }
+            b = b.header("sec-websocket-protocol", protocols.join(", "));
+            let (parts, _) = b.body(()).expect("request").into_parts();
+            let got = auth.authenticate(&parts).await;
+            match (&got, want) {
+                (Ok(None), None) => {}
+                (Err(AuthError::WebsocketToken(e)), Some(w)) if *e == w => {}
+                _ => panic!("{protocols:?}: got {got:?}, want {want:?}"),
+            }
         }
     }
 }

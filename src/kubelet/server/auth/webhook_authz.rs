@@ -87,7 +87,7 @@ fn should_cache(a: &Attributes) -> bool {
 impl Authorizer for WebhookAuthorizer {
     async fn authorize(&self, attrs: &Attributes) -> Result<(Decision, String), AuthError> {
         let spec = review_spec(attrs);
-        let key = serde_json::to_string(&spec).map_err(|e| AuthError::Other(e.to_string()))?;
+        let key = serde_json::to_string(&spec).map_err(AuthError::ReviewKey)?;
         let status = match self.cache.get(&key) {
             Some(s) => s,
             None => {
@@ -102,7 +102,7 @@ impl Authorizer for WebhookAuthorizer {
                     Ok(r) => r.status.unwrap_or_default(),
                     Err(e) => {
                         tracing::error!(error = %e, "Failed to make webhook authorizer request");
-                        return Err(AuthError::Other(e.to_string()));
+                        return Err(AuthError::SubjectAccessReview(e));
                     }
                 };
                 if should_cache(attrs) {
@@ -119,9 +119,7 @@ impl Authorizer for WebhookAuthorizer {
         let reason = status.reason.clone().unwrap_or_default();
         let denied = status.denied.unwrap_or(false);
         match (status.allowed, denied) {
-            (true, true) => Err(AuthError::Other(
-                "webhook subject access review returned both allow and deny response".into(),
-            )),
+            (true, true) => Err(AuthError::AllowedAndDenied),
             (_, true) => Ok((Decision::Deny, reason)),
             (true, false) => Ok((Decision::Allow, reason)),
             (false, false) => Ok((Decision::NoOpinion, reason)),
