@@ -54,7 +54,7 @@ fn get_error(kind: ObjectKind, name: &str, e: kube::Error) -> GetError {
             kind,
             name: name.to_string(),
         },
-        e => GetError::Other(e.to_string()),
+        e => GetError::getter(e),
     }
 }
 

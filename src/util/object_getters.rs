@@ -2,6 +2,7 @@
 //! Secrets (implemented by the object managers of issue 6).
 
 use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -38,14 +39,38 @@ impl fmt::Display for ObjectKind {
 }
 
 /// Why an object could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum GetError {
     /// The object does not exist (optional references tolerate this).
     #[error("{} {name:?} not found", kind.resource())]
     NotFound { kind: ObjectKind, name: String },
-    /// Any other failure (not registered, API errors, timeouts).
-    #[error("{0}")]
-    Other(String),
+    /// The getter failed otherwise (not registered, API errors, timeouts):
+    /// its own error, kept with its sources.
+    #[error(transparent)]
+    Getter(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+/// Equal when the same object is missing, or the getters' errors read the
+/// same (errors that embed a `GetError` compare in tests).
+impl PartialEq for GetError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (GetError::NotFound { kind, name }, GetError::NotFound { kind: k2, name: n2 }) => {
+                kind == k2 && name == n2
+            }
+            (GetError::Getter(a), GetError::Getter(b)) => a.to_string() == b.to_string(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for GetError {}
+
+impl GetError {
+    /// Wraps a getter's own error.
+    pub fn getter(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        GetError::Getter(Arc::new(e))
+    }
 }
 
 impl GetError {

@@ -114,7 +114,7 @@ impl NodeWatch {
     /// As the [`NodeGetter`] seam.
     pub fn getter(&self) -> Arc<dyn NodeGetter> {
         let me = self.clone();
-        Arc::new(move || me.get().map(|n| (*n).clone()).map_err(|e| e.to_string()))
+        Arc::new(move || me.get().map(|n| (*n).clone()))
     }
 
     /// The node's host IPs for pod status and the environment.

@@ -132,7 +132,7 @@ pub fn config_map_names(pod: &Pod) -> BTreeSet<String> {
 pub(crate) fn to_get_error(kind: ObjectKind, e: ManagerError) -> GetError {
     match e {
         ManagerError::NotFound { name, .. } => GetError::NotFound { kind, name },
-        other => GetError::Other(other.to_string()),
+        other => GetError::getter(other),
     }
 }
 
@@ -155,8 +155,11 @@ mod tests {
         let client =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
                 .unwrap();
-        let node: Arc<dyn crate::kubelet::lifecycle::NodeGetter> =
-            Arc::new(|| Err::<k8s_openapi::api::core::v1::Node, _>("no node".to_string()));
+        let node: Arc<dyn crate::kubelet::lifecycle::NodeGetter> = Arc::new(|| {
+            Err::<k8s_openapi::api::core::v1::Node, _>(
+                crate::kubelet::lifecycle::NodeGetError::NotFound("n".into()),
+            )
+        });
         let clock: Arc<dyn Clock> = Arc::new(crate::util::clock::RealClock);
         for (text, want) in [
             ("Watch", ChangeDetectionStrategy::Watch),

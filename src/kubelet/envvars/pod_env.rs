@@ -10,6 +10,7 @@
 //! defined twice keeps its first position and its last value), then the
 //! service variables.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
@@ -18,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
 use super::error::EnvError;
 use super::fieldpath::{convert_downward_api_field_label, extract_field_path_as_string};
-use super::getters::{ConfigMapGetter, GetError, ObjectKind, SecretGetter};
+use super::getters::{ConfigMapGetter, ObjectKind, SecretGetter};
 use super::resource::{container_resource_runtime_value, default_pod_limits_for_downward_api};
 use super::services::service_env_vars;
 use crate::kubelet::container::EnvVar;
@@ -117,26 +118,19 @@ impl Fetched {
         name: &str,
         optional: bool,
     ) -> Result<Lookup<'s>, EnvError> {
-        if !self.config_maps.contains_key(name) {
-            let getter = ctx.config_maps.ok_or_else(|| EnvError::NoClient {
-                kind: ObjectKind::ConfigMap,
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-            })?;
-            match getter.get_config_map(namespace, name).await {
-                Ok(cm) => {
-                    self.config_maps
-                        .insert(name.to_string(), cm.data.unwrap_or_default());
-                }
-                Err(e) if e.is_not_found() && optional => return Ok(Lookup::SkipOptional),
-                Err(e) => return Err(EnvError::Get(e)),
-            }
-        }
-        match self.config_maps.get(name) {
-            Some(d) => Ok(Lookup::Found(d)),
-            None => Err(EnvError::Get(GetError::Other(format!(
-                "configmap {namespace}/{name} vanished from the cache"
-            )))),
+        let slot = match self.config_maps.entry(name.to_string()) {
+            Entry::Occupied(o) => return Ok(Lookup::Found(o.into_mut())),
+            Entry::Vacant(v) => v,
+        };
+        let getter = ctx.config_maps.ok_or_else(|| EnvError::NoClient {
+            kind: ObjectKind::ConfigMap,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })?;
+        match getter.get_config_map(namespace, name).await {
+            Ok(cm) => Ok(Lookup::Found(slot.insert(cm.data.unwrap_or_default()))),
+            Err(e) if e.is_not_found() && optional => Ok(Lookup::SkipOptional),
+            Err(e) => Err(EnvError::Get(e)),
         }
     }
 
@@ -147,31 +141,27 @@ impl Fetched {
         name: &str,
         optional: bool,
     ) -> Result<Lookup<'s>, EnvError> {
-        if !self.secrets.contains_key(name) {
-            let getter = ctx.secrets.ok_or_else(|| EnvError::NoClient {
-                kind: ObjectKind::Secret,
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-            })?;
-            match getter.get_secret(namespace, name).await {
-                Ok(s) => {
-                    let data = s
-                        .data
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
-                        .collect();
-                    self.secrets.insert(name.to_string(), data);
-                }
-                Err(e) if e.is_not_found() && optional => return Ok(Lookup::SkipOptional),
-                Err(e) => return Err(EnvError::Get(e)),
+        let slot = match self.secrets.entry(name.to_string()) {
+            Entry::Occupied(o) => return Ok(Lookup::Found(o.into_mut())),
+            Entry::Vacant(v) => v,
+        };
+        let getter = ctx.secrets.ok_or_else(|| EnvError::NoClient {
+            kind: ObjectKind::Secret,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })?;
+        match getter.get_secret(namespace, name).await {
+            Ok(s) => {
+                let data = s
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                    .collect();
+                Ok(Lookup::Found(slot.insert(data)))
             }
-        }
-        match self.secrets.get(name) {
-            Some(d) => Ok(Lookup::Found(d)),
-            None => Err(EnvError::Get(GetError::Other(format!(
-                "secret {namespace}/{name} vanished from the cache"
-            )))),
+            Err(e) if e.is_not_found() && optional => Ok(Lookup::SkipOptional),
+            Err(e) => Err(EnvError::Get(e)),
         }
     }
 }

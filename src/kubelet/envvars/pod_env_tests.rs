@@ -26,7 +26,9 @@ impl ConfigMapGetter for Objects {
                 data: Some(d.clone()),
                 ..Default::default()
             }),
-            None if name == "broken" => Err(GetError::Other("connection refused".into())),
+            None if name == "broken" => Err(GetError::getter(std::io::Error::from(
+                std::io::ErrorKind::ConnectionRefused,
+            ))),
             None => Err(GetError::NotFound {
                 kind: ObjectKind::ConfigMap,
                 name: name.into(),

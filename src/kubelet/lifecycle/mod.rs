@@ -17,12 +17,6 @@ pub enum NodeGetError {
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<String> for NodeGetError {
-    fn from(message: String) -> Self {
-        NodeGetError::Other(message.into())
-    }
-}
-
 /// Reads the Node the kubelet believes it runs on: the API's copy when there
 /// is one, else the kubelet's locally built initial Node.
 pub trait NodeGetter: Send + Sync {
