@@ -78,6 +78,14 @@ authorization: {mode: AlwaysAllow}
 clusterDomain: cluster.local
 clusterDNS: [10.96.0.10]
 resolvConf: /etc/resolv.conf
+# The sample's images are imported offline and cannot be pulled again: no
+# image GC, and disk eviction only near a really full disk (this machine's
+# disk can read over Go's 85% image GC and 15%-free eviction defaults).
+imageGCHighThresholdPercent: 100
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  imagefs.available: 1%
 CONF
 
 cat >"$work/manifests/web.yaml" <<POD
