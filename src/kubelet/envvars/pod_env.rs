@@ -99,9 +99,11 @@ impl OrderedEnv {
 /// Per-call cache of fetched objects, as Go keeps one per container.
 #[derive(Default)]
 struct Fetched {
-    config_maps: HashMap<String, BTreeMap<String, String>>,
-    secrets: HashMap<String, BTreeMap<String, String>>,
+    config_maps: HashMap<String, ObjectData>,
+    secrets: HashMap<String, ObjectData>,
 }
+
+type ObjectData = BTreeMap<String, String>;
 
 /// Outcome of looking up an object: its data, or "skip" for a missing
 /// optional one.
@@ -118,20 +120,14 @@ impl Fetched {
         name: &str,
         optional: bool,
     ) -> Result<Lookup<'s>, EnvError> {
-        let slot = match self.config_maps.entry(name.to_string()) {
-            Entry::Occupied(o) => return Ok(Lookup::Found(o.into_mut())),
-            Entry::Vacant(v) => v,
+        let fetch = async {
+            let getter = ctx
+                .config_maps
+                .ok_or_else(|| no_client(ObjectKind::ConfigMap, namespace, name))?;
+            let cm = getter.get_config_map(namespace, name).await?;
+            Ok(cm.data.unwrap_or_default())
         };
-        let getter = ctx.config_maps.ok_or_else(|| EnvError::NoClient {
-            kind: ObjectKind::ConfigMap,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        })?;
-        match getter.get_config_map(namespace, name).await {
-            Ok(cm) => Ok(Lookup::Found(slot.insert(cm.data.unwrap_or_default()))),
-            Err(e) if e.is_not_found() && optional => Ok(Lookup::SkipOptional),
-            Err(e) => Err(EnvError::Get(e)),
-        }
+        lookup(&mut self.config_maps, name, optional, fetch).await
     }
 
     async fn secret<'s>(
@@ -141,28 +137,45 @@ impl Fetched {
         name: &str,
         optional: bool,
     ) -> Result<Lookup<'s>, EnvError> {
-        let slot = match self.secrets.entry(name.to_string()) {
-            Entry::Occupied(o) => return Ok(Lookup::Found(o.into_mut())),
-            Entry::Vacant(v) => v,
+        let fetch = async {
+            let getter = ctx
+                .secrets
+                .ok_or_else(|| no_client(ObjectKind::Secret, namespace, name))?;
+            let s = getter.get_secret(namespace, name).await?;
+            Ok(s.data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                .collect())
         };
-        let getter = ctx.secrets.ok_or_else(|| EnvError::NoClient {
-            kind: ObjectKind::Secret,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        })?;
-        match getter.get_secret(namespace, name).await {
-            Ok(s) => {
-                let data = s
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
-                    .collect();
-                Ok(Lookup::Found(slot.insert(data)))
-            }
-            Err(e) if e.is_not_found() && optional => Ok(Lookup::SkipOptional),
-            Err(e) => Err(EnvError::Get(e)),
-        }
+        lookup(&mut self.secrets, name, optional, fetch).await
+    }
+}
+
+fn no_client(kind: ObjectKind, namespace: &str, name: &str) -> EnvError {
+    EnvError::NoClient {
+        kind,
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    }
+}
+
+/// The object's data from `cache`, else from `fetch` (run only then); a
+/// missing optional object is skipped.
+async fn lookup<'s>(
+    cache: &'s mut HashMap<String, ObjectData>,
+    name: &str,
+    optional: bool,
+    fetch: impl std::future::Future<Output = Result<ObjectData, EnvError>>,
+) -> Result<Lookup<'s>, EnvError> {
+    let slot = match cache.entry(name.to_string()) {
+        Entry::Occupied(o) => return Ok(Lookup::Found(o.into_mut())),
+        Entry::Vacant(v) => v,
+    };
+    match fetch.await {
+        Ok(data) => Ok(Lookup::Found(slot.insert(data))),
+        Err(EnvError::Get(e)) if e.is_not_found() && optional => Ok(Lookup::SkipOptional),
+        Err(e) => Err(e),
     }
 }
 
