@@ -205,14 +205,20 @@ async fn twenty_hollow_nodes_run_their_pods() {
         "liveness",
     ))
     .await;
-    api.put(&rig::hollow_pod(
+    // An image of its own: once another pod on the node has pulled the
+    // usual one, IfNotPresent would not pull again (and the script's
+    // error would never show).
+    let mut unpullable = rig::hollow_pod(
         &ns,
         "unpullable",
         &names[4],
         json!({"hollow.kubelet-rs.io/pull-error": "manifest unknown"}),
         "Always",
-    ))
-    .await;
+    );
+    if let Some(spec) = unpullable.spec.as_mut() {
+        spec.containers[0].image = Some("registry.k8s.io/unpullable:1.0".into());
+    }
+    api.put(&unpullable).await;
     let late = api
         .wait_for::<Pod>(Some(&ns), "late-ready", Duration::from_secs(30), |p| {
             container_running_ready(p) == (true, false)

@@ -230,6 +230,18 @@ impl TestApi {
         }))
         .unwrap_or_else(|e| panic!("bootstrap token secret: {e}"));
         self.put(&s).await;
+        // What kubeadm sets up: bootstrap tokens may ask for client
+        // certificates (a bare cluster answers 403 to the CSR otherwise).
+        let binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding =
+            serde_json::from_value(json!({
+                "metadata": {"name": "kubelet-rs-test:node-bootstrapper"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "system:node-bootstrapper"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                    "name": "system:bootstrappers"}],
+            }))
+            .unwrap_or_else(|e| panic!("bootstrapper binding: {e}"));
+        self.put(&binding).await;
         format!("{id}.{secret}")
     }
 
